@@ -1,0 +1,87 @@
+"""The one exception tree of humanoid_balance.
+
+Every error the package raises on purpose derives from :class:`HumanoidBalanceError`.
+Messages say what was expected, what came, and what to do. Timeouts also derive
+from the built-in :class:`TimeoutError`. Add new errors here, under the section
+of their area.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class HumanoidBalanceError(Exception):
+    """Root of every error raised on purpose by humanoid_balance."""
+
+
+class ConfigurationError(HumanoidBalanceError, ValueError):
+    """A parameter or a configuration file holds a value that cannot be used."""
+
+
+class InvalidInputError(HumanoidBalanceError, ValueError):
+    """An input sample (message, array) is malformed, non-finite or out of range."""
+
+
+class StaleDataError(HumanoidBalanceError, TimeoutError):
+    """An input is older than its timeout; nothing must be built from it."""
+
+    def __init__(self, what: str, age_s: float, timeout_s: float) -> None:
+        super().__init__(
+            f"{what} is {age_s:.3f} s old, older than its timeout of {timeout_s:.3f} s: "
+            "check that its publisher runs and that the clocks agree (use_sim_time)"
+        )
+        self.what = what
+        self.age_s = age_s
+        self.timeout_s = timeout_s
+
+
+# --- models -----------------------------------------------------------------
+
+
+class ModelError(HumanoidBalanceError):
+    """A robot model cannot be loaded or does not have what is asked of it."""
+
+
+class ModelFileError(ModelError, FileNotFoundError):
+    """A URDF file does not exist or does not parse."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot load the robot model {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnknownJointError(ModelError, KeyError):
+    """Joint names that the model does not have."""
+
+    def __init__(self, names: Sequence[str], model_name: str, known: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.model_name = model_name
+        self.known = tuple(known)
+        super().__init__(
+            f"joints {list(self.names)} are not in model {model_name!r}; "
+            f"it has {len(self.known)} joints: {list(self.known)}"
+        )
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class UnknownFrameError(ModelError, KeyError):
+    """A frame name that the model does not have."""
+
+    def __init__(self, frame: str, model_name: str) -> None:
+        self.frame = frame
+        self.model_name = model_name
+        super().__init__(f"frame {frame!r} is not in model {model_name!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+# --- simulation -------------------------------------------------------------
+
+
+class SimulationError(HumanoidBalanceError):
+    """The physics simulation cannot be built or has become invalid."""

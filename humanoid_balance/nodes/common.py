@@ -1,0 +1,72 @@
+"""Small pieces every node shares: main(), diagnostics, stamps, parameter checks.
+
+No mathematics here: nodes read inputs, call a core object's ``step`` and publish.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+
+OK = DiagnosticStatus.OK
+WARN = DiagnosticStatus.WARN
+ERROR = DiagnosticStatus.ERROR
+STALE = DiagnosticStatus.STALE
+
+
+def diagnostic_status(
+    name: str, level: int, message: str, values: Mapping[str, Any] | None = None,
+    hardware_id: str = "",
+) -> DiagnosticStatus:
+    """One DiagnosticStatus; ``level`` is OK, WARN, ERROR or STALE (as bytes in the message)."""
+    status = DiagnosticStatus()
+    status.name = name
+    status.level = bytes([level]) if isinstance(level, int) else level
+    status.message = message
+    status.hardware_id = hardware_id
+    status.values = [KeyValue(key=str(k), value=_format_value(v)) for k, v in (values or {}).items()]
+    return status
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def diagnostic_array(node: Node, statuses: Iterable[DiagnosticStatus]) -> DiagnosticArray:
+    """A DiagnosticArray stamped with the node's clock."""
+    msg = DiagnosticArray()
+    msg.header.stamp = node.get_clock().now().to_msg()
+    msg.status = list(statuses)
+    return msg
+
+
+def all_finite(values: Sequence[float]) -> bool:
+    """True when every value is a finite float."""
+    return all(math.isfinite(v) for v in values)
+
+
+def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+    """Create a node, spin it until Ctrl-C or shutdown, and clean up; the body of ``main``."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = factory()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0

@@ -1,0 +1,89 @@
+"""Write benchmark and experiment figures in the one result format (shared RESULTS.md).
+
+Benchmarks write ``benchmarks/results/<name>.json``; experiments write to the
+folder they are given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+BENCHMARK_RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+def metric(
+    value: float | int | str | bool, unit: str = "", target: float | None = None,
+    better: str | None = None,
+) -> dict[str, Any]:
+    """One metric entry: ``value`` measured now, ``target`` from the issue, ``better`` lower|higher."""
+    entry: dict[str, Any] = {"value": value, "unit": unit}
+    if target is not None:
+        entry["target"] = target
+    if better is not None:
+        if better not in ("lower", "higher"):
+            raise ValueError(f"{better=} must be 'lower' or 'higher'")
+        entry["better"] = better
+    return entry
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+            cwd=Path(__file__).resolve().parent, check=False,
+        )
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def result_document(name: str, metrics: dict[str, dict[str, Any]], command: str) -> dict[str, Any]:
+    """The JSON document of ../shared/RESULTS.md."""
+    return {
+        "name": name,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git": _git_commit(),
+        "machine": {
+            "cpu": _cpu_name(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "command": command,
+        "metrics": metrics,
+    }
+
+
+def write_results(
+    name: str, metrics: dict[str, dict[str, Any]], command: str | None = None,
+    directory: Path | None = None,
+) -> Path:
+    """Print the metrics and write ``<directory>/<name>.json`` (default benchmarks/results of the checkout)."""
+    cmd = command if command is not None else " ".join(["python", *sys.argv])
+    doc = result_document(name, metrics, cmd)
+    out_dir = BENCHMARK_RESULTS_DIR if directory is None else directory
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    width = max(len(k) for k in metrics) if metrics else 0
+    for key, entry in metrics.items():
+        target = f"  (target {entry['target']})" if "target" in entry else ""
+        print(f"{key:<{width}}  {entry['value']} {entry.get('unit', '')}{target}")
+    print(f"wrote {path}")
+    return path

@@ -1,0 +1,51 @@
+"""Test-wide settings: DDS stays on loopback, each test session on its own domain."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from humanoid_balance.ros_env import use_loopback_dds  # noqa: E402
+
+# Set before any test imports rclpy: every DDS participant of the suite, and of
+# every process a test starts (they inherit os.environ), binds 127.0.0.1 only.
+# The domain id is private to this test session (pid based) so that parallel
+# sessions on one machine do not see each other.
+TEST_DOMAIN_ID = int(os.environ.get("HB_TEST_DOMAIN_ID", 1 + os.getpid() % 100))
+use_loopback_dds(TEST_DOMAIN_ID)
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture(scope="session")
+def ros_domain_id() -> int:
+    """The private ROS_DOMAIN_ID of this test session."""
+    return TEST_DOMAIN_ID
+
+
+@pytest.fixture
+def rclpy_context() -> Iterator[object]:
+    """An initialised rclpy context of its own, shut down after the test."""
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        yield context
+    finally:
+        if context.ok():
+            rclpy.shutdown(context=context)
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    """The repository checkout."""
+    return REPO
