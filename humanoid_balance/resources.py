@@ -1,8 +1,9 @@
 """Find the package's installed files (URDF, config, launch) wherever it runs.
 
-Order: the ament index (a colcon install on a robot), then ``<sys.prefix>/share``
-(a ``pip install`` puts ``data_files`` there), then the source checkout (an
-editable install or a test run from the repository).
+Order: the ament index (a colcon install on a robot); then the source checkout
+when the package is imported from one (an editable install or a test run: the
+checkout is the truth there, a copy installed earlier may be stale); then
+``<sys.prefix>/share`` (where a plain ``pip install`` puts ``data_files``).
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ def _candidate_share_dirs() -> list[Path]:
 
         try:
             candidates.append(Path(get_package_share_directory(PACKAGE)))
-        except (PackageNotFoundError, ValueError, LookupError):
-            pass
+        except (PackageNotFoundError, ValueError, LookupError, OSError):
+            pass  # OSError: AMENT_PREFIX_PATH is not set (no ROS install sourced)
     except ImportError:
         pass
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "package.xml").is_file():
+        candidates.append(checkout)
     candidates.append(Path(sys.prefix) / "share" / PACKAGE)
-    candidates.append(Path(__file__).resolve().parent.parent)  # source checkout
     return candidates
 
 

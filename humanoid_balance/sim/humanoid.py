@@ -1,0 +1,472 @@
+"""MuJoCo simulation of the seed humanoid standing on a floor (no ROS).
+
+The URDF the controllers use (``urdf/humanoid.urdf``) is loaded into MuJoCo with
+:class:`mujoco.MjSpec`, and this module adds what a URDF cannot say:
+
+- a free joint at the pelvis and a flat floor (friction ``mu``, seed 000: 0.3);
+- the sole contact: four small spheres per foot at the FSR points; each is a
+  one-axis load cell, so an FSR reads the normal contact force of its sphere;
+- an actuator per joint: a stiff PD servo with velocity feed-forward,
+  ``tau = kp (q_d - q) + kv (qd_d - qd)``, clipped to the URDF effort limit. It is
+  a MuJoCo ``general`` actuator (``gain kp, bias [0, -kp, -kv]``, control
+  ``q_d + kv/kp qd_d``), so the damping is integrated implicitly (``implicitfast``);
+- a 6-axis force/torque sensor at each ankle (MuJoCo force and torque sensors at
+  the foot body's origin, which is the URDF's ``{side}_foot_ft`` frame);
+- an inclinometer: the orientation of the waist's upper plate (``waist_plate``).
+
+Sensor convention: :meth:`HumanoidSim.foot_wrench` is the wrench the foot exerts
+on the leg through the sensor, in the sensor frame (standing: ``fz > 0``), which
+is the wrench Kajita's ZMP formulas take (seed 001, eq. 3.24).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from humanoid_balance.exceptions import (
+    InvalidInputError,
+    ModelFileError,
+    SimulationError,
+    UnknownJointError,
+)
+from humanoid_balance.resources import urdf_path as package_urdf_path
+
+SIDES = ("left", "right")
+FSR_COUNT = 4
+PAD_RADIUS = 0.01  # m, radius of the contact sphere under each FSR
+
+
+@dataclass(frozen=True)
+class ServoGains:
+    """PD gains of one joint group: ``kp`` in [N m/rad], ``kv`` in [N m s/rad], ``armature`` [kg m^2]."""
+
+    kp: float
+    kv: float
+    armature: float
+
+
+#: Servo gains by joint-name prefix (first match wins).
+DEFAULT_GAINS: tuple[tuple[str, ServoGains], ...] = (
+    ("_wrist", ServoGains(300.0, 6.0, 0.005)),
+    ("_elbow", ServoGains(3000.0, 60.0, 0.01)),
+    ("_shoulder", ServoGains(5000.0, 100.0, 0.02)),
+    ("neck_", ServoGains(300.0, 6.0, 0.005)),
+    ("waist_", ServoGains(8000.0, 200.0, 0.1)),
+    ("", ServoGains(20000.0, 400.0, 0.1)),  # legs
+)
+
+
+@dataclass(frozen=True)
+class SensorNoise:
+    """Standard deviations of the sensor noise (zero = noise-free)."""
+
+    force_n: float = 0.0
+    torque_nm: float = 0.0
+    fsr_n: float = 0.0
+    inclinometer_rad: float = 0.0
+    joint_position_rad: float = 0.0
+
+    @staticmethod
+    def nominal(scale: float = 1.0) -> SensorNoise:
+        """Typical noise of the robot's sensors times ``scale`` (0 = noise-free).
+
+        At scale 1: F/T 0.5 N and 0.05 N m, FSR 0.5 N, inclinometer 0.02 deg
+        (seed 003 experiment), encoders 1e-4 rad.
+        """
+        if not np.isfinite(scale) or scale < 0:
+            raise InvalidInputError(f"sensor noise scale={scale} must be finite and >= 0")
+        return SensorNoise(
+            force_n=0.5 * scale,
+            torque_nm=0.05 * scale,
+            fsr_n=0.5 * scale,
+            inclinometer_rad=np.deg2rad(0.02) * scale,
+            joint_position_rad=1e-4 * scale,
+        )
+
+
+@dataclass
+class JointStateSample:
+    """Joint names, positions [rad], velocities [rad/s] and efforts [N m]."""
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+@dataclass
+class _Indices:
+    qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    qvel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+
+def _gains_for(joint: str, gains: Sequence[tuple[str, ServoGains]]) -> ServoGains:
+    for prefix, g in gains:
+        if prefix in joint or prefix == "":
+            return g
+    raise SimulationError(f"no servo gains match joint {joint!r}")
+
+
+class HumanoidSim:
+    """The seed humanoid in MuJoCo: servos, foot sensors, inclinometer, ground truth.
+
+    Args:
+        urdf_path: the humanoid URDF (default: the package's ``urdf/humanoid.urdf``).
+        timestep: physics step in [s].
+        gravity: magnitude of gravity in [m/s^2].
+        friction: foot-floor friction coefficient (seed 000: 0.3).
+        joint_friction: Coulomb friction (MuJoCo ``frictionloss``) of every joint in [N m].
+        noise: sensor noise (default noise-free).
+        seed: seed of the noise generator.
+        gains: servo gains by joint-name prefix (default :data:`DEFAULT_GAINS`).
+    """
+
+    def __init__(
+        self,
+        urdf_path: str | Path | None = None,
+        *,
+        timestep: float = 0.001,
+        gravity: float = 9.81,
+        friction: float = 0.3,
+        joint_friction: float = 0.0,
+        noise: SensorNoise | None = None,
+        seed: int = 0,
+        gains: Sequence[tuple[str, ServoGains]] = DEFAULT_GAINS,
+    ) -> None:
+        for name, value, low in (("timestep", timestep, 1e-5), ("friction", friction, 0.0),
+                                 ("joint_friction", joint_friction, 0.0), ("gravity", gravity, 0.0)):
+            if not np.isfinite(value) or value < low:
+                raise InvalidInputError(f"{name}={value} must be finite and >= {low}")
+        path = Path(urdf_path) if urdf_path is not None else package_urdf_path("humanoid")
+        if not path.is_file():
+            raise ModelFileError(str(path), "no such file")
+        try:
+            spec = mujoco.MjSpec.from_file(str(path))
+        except ValueError as exc:
+            raise ModelFileError(str(path), f"MuJoCo cannot load it ({exc})") from exc
+        self.urdf_path = path
+        self.noise = noise if noise is not None else SensorNoise()
+        self._rng = np.random.default_rng(seed)
+        self._build(spec, timestep, gravity, friction, joint_friction, gains)
+
+    # --- model construction ---------------------------------------------------
+
+    def _build(
+        self, spec: mujoco.MjSpec, timestep: float, gravity: float, friction: float,
+        joint_friction: float, gains: Sequence[tuple[str, ServoGains]],
+    ) -> None:
+        spec.option.timestep = timestep
+        spec.option.gravity = [0.0, 0.0, -gravity]
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        spec.option.noslip_iterations = 0
+        pelvis = spec.body("pelvis")
+        if pelvis is None:
+            raise ModelFileError(str(self.urdf_path), "no link named 'pelvis' (the root)")
+        pelvis.add_freejoint(name="root")
+        floor = spec.worldbody.add_geom(
+            name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5.0, 5.0, 0.1],
+            friction=[friction, 0.005, 0.0001],
+        )
+        floor.contype = 1
+        floor.conaffinity = 1
+        self._pad_geoms: list[tuple[str, int]] = []
+        for side in SIDES:
+            foot = spec.body(f"{side}_foot")
+            if foot is None:
+                raise ModelFileError(str(self.urdf_path), f"no link named '{side}_foot'")
+            foot.add_site(name=f"{side}_foot_ft_site", pos=[0.0, 0.0, 0.0])
+            spec.add_sensor(name=f"{side}_foot_force", type=mujoco.mjtSensor.mjSENS_FORCE,
+                            objtype=mujoco.mjtObj.mjOBJ_SITE, objname=f"{side}_foot_ft_site")
+            spec.add_sensor(name=f"{side}_foot_torque", type=mujoco.mjtSensor.mjSENS_TORQUE,
+                            objtype=mujoco.mjtObj.mjOBJ_SITE, objname=f"{side}_foot_ft_site")
+            for i in range(FSR_COUNT):
+                fsr = spec.body(f"{side}_fsr_{i}")
+                if fsr is None:
+                    raise ModelFileError(str(self.urdf_path), f"no link named '{side}_fsr_{i}'")
+                # the FSR body sits on the sole surface; the pad's bottom touches it
+                pad = fsr.add_geom(name=f"{side}_fsr_{i}_pad", type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                                   size=[PAD_RADIUS, 0, 0], pos=[0.0, 0.0, PAD_RADIUS])
+                pad.contype = 1
+                pad.conaffinity = 1
+                pad.mass = 0.0
+                pad.condim = 3
+                pad.friction = [friction, 0.005, 0.0001]
+        self.joint_names: tuple[str, ...] = tuple(
+            j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE
+        )
+        for joint in spec.joints:
+            if joint.type != mujoco.mjtJoint.mjJNT_HINGE:
+                continue
+            g = _gains_for(joint.name, gains)
+            joint.armature = g.armature
+            joint.frictionloss = joint_friction
+            effort = float(joint.actfrcrange[1]) if joint.actfrclimited else 0.0
+            act = spec.add_actuator(name=f"{joint.name}_servo", target=joint.name,
+                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+            act.gainprm[0] = g.kp
+            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            act.biasprm[0:3] = [0.0, -g.kp, -g.kv]
+            if effort > 0:
+                act.forcelimited = True
+                act.forcerange = [-effort, effort]
+        spec.add_sensor(name="waist_plate_quat", type=mujoco.mjtSensor.mjSENS_FRAMEQUAT,
+                        objtype=mujoco.mjtObj.mjOBJ_BODY, objname="waist_plate")
+        try:
+            self.model = spec.compile()
+        except ValueError as exc:
+            raise SimulationError(f"MuJoCo cannot compile the humanoid: {exc}") from exc
+        self.spec = spec
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n)
+                              for n in self.joint_names])
+        self._qadr = m.jnt_qposadr[self._jid]
+        self._dadr = m.jnt_dofadr[self._jid]
+        self._kv_over_kp = np.array([_gains_for(n, gains).kv / _gains_for(n, gains).kp
+                                     for n in self.joint_names])
+        self._index = {n: i for i, n in enumerate(self.joint_names)}
+        self._lower = m.jnt_range[self._jid, 0].copy()
+        self._upper = m.jnt_range[self._jid, 1].copy()
+        self._floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+        self._pad_index: dict[int, tuple[int, int]] = {}
+        for s, side in enumerate(SIDES):
+            for i in range(FSR_COUNT):
+                gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{side}_fsr_{i}_pad")
+                self._pad_index[gid] = (s, i)
+        self._sensor_adr = {
+            name: int(m.sensor_adr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, name)])
+            for name in ("left_foot_force", "left_foot_torque", "right_foot_force",
+                         "right_foot_torque", "waist_plate_quat")
+        }
+        self._body = {
+            name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+            for name in ("pelvis", "left_sole", "right_sole", "left_foot", "right_foot")
+        }
+        self.total_mass = float(np.sum(m.body_mass))
+        self._target_q = np.zeros(len(self.joint_names))
+        self._target_qd = np.zeros(len(self.joint_names))
+        self._force = np.zeros(6)
+        self._contacts_valid_at = -1.0
+        self._fsr = np.zeros((2, FSR_COUNT))
+        self._cop: np.ndarray | None = None
+        self._fz_total = 0.0
+        self.reset()
+
+    # --- state ---------------------------------------------------------------
+
+    @property
+    def time(self) -> float:
+        """Simulation time in [s]."""
+        return float(self.data.time)
+
+    @property
+    def timestep(self) -> float:
+        """Physics step in [s]."""
+        return float(self.model.opt.timestep)
+
+    def reset(self, joint_positions: dict[str, float] | None = None) -> None:
+        """Stand the robot on the floor at ``joint_positions`` (others zero), at rest.
+
+        The pelvis height is set so that the lowest pad just touches the floor.
+        """
+        mujoco.mj_resetData(self.model, self.data)
+        q = np.zeros(len(self.joint_names))
+        if joint_positions:
+            q[self._indices(list(joint_positions))] = list(joint_positions.values())
+        self.data.qpos[self._qadr] = q
+        self.data.qpos[0:3] = [0.0, 0.0, 0.0]
+        self.data.qpos[3:7] = [1.0, 0.0, 0.0, 0.0]
+        mujoco.mj_kinematics(self.model, self.data)
+        lowest = min(float(self.data.xpos[self._body[f"{s}_sole"], 2]) for s in SIDES)
+        self.data.qpos[2] = -lowest
+        self._target_q = q.copy()
+        self._target_qd = np.zeros_like(q)
+        self._apply_targets()
+        mujoco.mj_forward(self.model, self.data)
+        self._contacts_valid_at = -1.0
+
+    def settle(self, duration: float = 0.5) -> None:
+        """Step with the current targets for ``duration`` [s] so the contacts load up."""
+        self.step(int(round(duration / self.timestep)))
+
+    def _indices(self, names: Sequence[str]) -> np.ndarray:
+        try:
+            return np.array([self._index[n] for n in names], dtype=int)
+        except KeyError:
+            missing = [n for n in names if n not in self._index]
+            raise UnknownJointError(missing, "humanoid (MuJoCo)", self.joint_names) from None
+
+    def set_targets(
+        self, names: Sequence[str], positions: Sequence[float] | None = None,
+        velocities: Sequence[float] | None = None,
+    ) -> None:
+        """Servo targets by joint name: positions [rad] and/or velocities [rad/s].
+
+        A velocity without a position moves the position target along with it
+        (integrated every step). Targets are clipped to the joint limits.
+
+        Raises:
+            UnknownJointError: a name is not a joint of the model (nothing is applied).
+            InvalidInputError: a value is not finite or the lengths differ (nothing is applied).
+        """
+        idx = self._indices(names)
+        for label, values in (("positions", positions), ("velocities", velocities)):
+            if values is None:
+                continue
+            arr = np.asarray(values, dtype=float)
+            if arr.shape != (len(idx),):
+                raise InvalidInputError(
+                    f"{label} has {arr.size} values for {len(idx)} joint names")
+            if not np.all(np.isfinite(arr)):
+                bad = [names[i] for i in np.flatnonzero(~np.isfinite(arr))]
+                raise InvalidInputError(f"non-finite {label} for joints {bad}: command ignored")
+        if positions is not None:
+            self._target_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
+        if velocities is not None:
+            self._target_qd[idx] = np.asarray(velocities, dtype=float)
+        elif positions is not None:
+            self._target_qd[idx] = 0.0
+
+    def _apply_targets(self) -> None:
+        self.data.ctrl[:] = self._target_q + self._kv_over_kp * self._target_qd
+
+    def step(self, n: int = 1) -> None:
+        """Advance the physics ``n`` steps.
+
+        Raises:
+            SimulationError: the state became non-finite (MuJoCo warning or NaN).
+        """
+        dt = self.timestep
+        for _ in range(n):
+            moving = self._target_qd != 0.0
+            if np.any(moving):
+                self._target_q = np.where(
+                    moving, np.clip(self._target_q + self._target_qd * dt, self._lower, self._upper),
+                    self._target_q)
+            self._apply_targets()
+            mujoco.mj_step(self.model, self.data)
+        if not np.all(np.isfinite(self.data.qpos)):
+            raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
+
+    # --- sensors ---------------------------------------------------------------
+
+    def joint_state(self) -> JointStateSample:
+        """Joint positions (with encoder noise), velocities and servo efforts."""
+        position = self.data.qpos[self._qadr].copy()
+        if self.noise.joint_position_rad > 0:
+            position += self._rng.normal(0.0, self.noise.joint_position_rad, position.shape)
+        return JointStateSample(
+            names=self.joint_names,
+            position=position,
+            velocity=self.data.qvel[self._dadr].copy(),
+            effort=self.data.actuator_force.copy(),
+        )
+
+    def foot_wrench(self, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """Force [N] and torque [N m] the foot exerts on the leg, in the ``{side}_foot_ft`` frame.
+
+        MuJoCo's force/torque sensors give the wrench the parent (the leg) exerts
+        on the foot; the sensor reports its reaction.
+        """
+        fa = self._sensor_adr[f"{side}_foot_force"]
+        ta = self._sensor_adr[f"{side}_foot_torque"]
+        force = -self.data.sensordata[fa:fa + 3].copy()
+        torque = -self.data.sensordata[ta:ta + 3].copy()
+        if self.noise.force_n > 0:
+            force += self._rng.normal(0.0, self.noise.force_n, 3)
+        if self.noise.torque_nm > 0:
+            torque += self._rng.normal(0.0, self.noise.torque_nm, 3)
+        return force, torque
+
+    def _update_contacts(self) -> None:
+        if self._contacts_valid_at == self.data.time:
+            return
+        self._fsr[:] = 0.0
+        weighted = np.zeros(3)
+        fz_total = 0.0
+        wrench = self._force
+        for k in range(self.data.ncon):
+            contact = self.data.contact[k]
+            if self._floor not in (contact.geom1, contact.geom2):
+                continue
+            mujoco.mj_contactForce(self.model, self.data, k, wrench)
+            normal = float(wrench[0])  # contact frame: x is the normal
+            other = contact.geom2 if contact.geom1 == self._floor else contact.geom1
+            pad = self._pad_index.get(int(other))
+            if pad is not None:
+                self._fsr[pad] += normal
+            # world force on the robot: normal along the frame's first row
+            f_world = contact.frame.reshape(3, 3).T @ wrench[0:3]
+            fz = abs(float(f_world[2]))
+            weighted += fz * contact.pos
+            fz_total += fz
+        self._fz_total = fz_total
+        self._cop = weighted / fz_total if fz_total > 1e-9 else None
+        self._contacts_valid_at = float(self.data.time)
+
+    def fsr_forces(self, side: str) -> np.ndarray:
+        """Normal forces [N] on the four FSRs of a sole, in the order ``{side}_fsr_0..3``."""
+        self._update_contacts()
+        forces = self._fsr[SIDES.index(side)].copy()
+        if self.noise.fsr_n > 0:
+            forces += self._rng.normal(0.0, self.noise.fsr_n, forces.shape)
+        return forces
+
+    def cop(self) -> np.ndarray | None:
+        """Ground truth centre of pressure [m] in the world from the contact forces (None: airborne)."""
+        self._update_contacts()
+        return None if self._cop is None else self._cop.copy()
+
+    def vertical_contact_force(self) -> float:
+        """Total vertical floor reaction on the robot in [N]."""
+        self._update_contacts()
+        return self._fz_total
+
+    def com(self) -> np.ndarray:
+        """Ground-truth centre of mass of the whole robot in the world [m]."""
+        return self.data.subtree_com[self._body["pelvis"]].copy()
+
+    def inclinometer_quaternion_xyzw(self) -> np.ndarray:
+        """Orientation of the waist's upper plate in the world (x, y, z, w), with noise."""
+        adr = self._sensor_adr["waist_plate_quat"]
+        w, x, y, z = self.data.sensordata[adr:adr + 4]
+        quat = np.array([x, y, z, w])
+        if self.noise.inclinometer_rad > 0:
+            axis_angle = self._rng.normal(0.0, self.noise.inclinometer_rad, 3)
+            axis_angle[2] = 0.0  # an inclinometer does not see yaw
+            angle = float(np.linalg.norm(axis_angle))
+            if angle > 0:
+                dq = np.concatenate([np.sin(angle / 2) * axis_angle / angle, [np.cos(angle / 2)]])
+                quat = _quat_mul_xyzw(dq, quat)
+        return quat
+
+    def sole_transform(self, side: str) -> np.ndarray:
+        """World <- sole homogeneous transform (4 x 4)."""
+        body = self._body[f"{side}_sole"]
+        t = np.eye(4)
+        t[:3, :3] = self.data.xmat[body].reshape(3, 3)
+        t[:3, 3] = self.data.xpos[body]
+        return t
+
+    def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pelvis position [m] and orientation quaternion (x, y, z, w) in the world."""
+        w, x, y, z = self.data.qpos[3:7]
+        return self.data.qpos[0:3].copy(), np.array([x, y, z, w])
+
+
+def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ])
