@@ -8,6 +8,7 @@ checkout is the truth there, a copy installed earlier may be stale); then
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -24,10 +25,9 @@ def _candidate_share_dirs() -> list[Path]:
             get_package_share_directory,
         )
 
-        try:
+        # OSError: AMENT_PREFIX_PATH is not set (no ROS install sourced)
+        with contextlib.suppress(PackageNotFoundError, ValueError, LookupError, OSError):
             candidates.append(Path(get_package_share_directory(PACKAGE)))
-        except (PackageNotFoundError, ValueError, LookupError, OSError):
-            pass  # OSError: AMENT_PREFIX_PATH is not set (no ROS install sourced)
     except ImportError:
         pass
     checkout = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ def metric(
     value: float | int | str | bool, unit: str = "", target: float | None = None,
     better: str | None = None,
 ) -> dict[str, Any]:
-    """One metric entry: ``value`` measured now, ``target`` from the issue, ``better`` lower|higher."""
+    """One metric: ``value`` measured now, ``target`` from the issue, ``better`` lower|higher."""
     entry: dict[str, Any] = {"value": value, "unit": unit}
     if target is not None:
         entry["target"] = target
@@ -74,7 +74,7 @@ def write_results(
     name: str, metrics: dict[str, dict[str, Any]], command: str | None = None,
     directory: Path | None = None,
 ) -> Path:
-    """Print the metrics and write ``<directory>/<name>.json`` (default benchmarks/results of the checkout)."""
+    """Print the metrics and write ``<directory>/<name>.json`` (default: benchmarks/results)."""
     cmd = command if command is not None else " ".join(["python", *sys.argv])
     doc = result_document(name, metrics, cmd)
     out_dir = BENCHMARK_RESULTS_DIR if directory is None else directory

@@ -171,7 +171,8 @@ def _leg(u: Urdf, side: str, sign: float) -> None:
         "ankle_roll": (-30.0, 30.0, 150.0),
     }
     vel = 360.0  # deg/s
-    u.joint(f"{p}_hip_yaw", "pelvis", f"{p}_hip_yaw_link", (0.0, sign * FOOT_DISTANCE / 2, -HIP_BELOW_PELVIS),
+    hip = (0.0, sign * FOOT_DISTANCE / 2, -HIP_BELOW_PELVIS)
+    u.joint(f"{p}_hip_yaw", "pelvis", f"{p}_hip_yaw_link", hip,
             (0, 0, 1), _deg_limits(*lim["hip_yaw"][:2], lim["hip_yaw"][2], vel))
     u.link(f"{p}_hip_yaw_link", Box(0.5, (0.08, 0.08, 0.08), (0.0, 0.0, 0.0)))
     u.joint(f"{p}_hip_roll", f"{p}_hip_yaw_link", f"{p}_hip_roll_link", (0.0, 0.0, 0.0),

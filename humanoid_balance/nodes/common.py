@@ -30,7 +30,9 @@ def diagnostic_status(
     status.level = bytes([level]) if isinstance(level, int) else level
     status.message = message
     status.hardware_id = hardware_id
-    status.values = [KeyValue(key=str(k), value=_format_value(v)) for k, v in (values or {}).items()]
+    status.values = [
+        KeyValue(key=str(k), value=_format_value(v)) for k, v in (values or {}).items()
+    ]
     return status
 
 
@@ -55,7 +57,7 @@ def all_finite(values: Sequence[float]) -> bool:
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Create a node, spin it until Ctrl-C or shutdown, and clean up; the body of ``main``."""
-    rclpy.init(args=args)
+    rclpy.init(args=None if args is None else list(args))
     node = None
     try:
         node = factory()

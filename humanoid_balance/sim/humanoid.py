@@ -43,7 +43,7 @@ PAD_RADIUS = 0.01  # m, radius of the contact sphere under each FSR
 
 @dataclass(frozen=True)
 class ServoGains:
-    """PD gains of one joint group: ``kp`` in [N m/rad], ``kv`` in [N m s/rad], ``armature`` [kg m^2]."""
+    """PD gains of a joint group: ``kp`` [N m/rad], ``kv`` [N m s/rad], ``armature`` [kg m^2]."""
 
     kp: float
     kv: float
@@ -138,8 +138,9 @@ class HumanoidSim:
         seed: int = 0,
         gains: Sequence[tuple[str, ServoGains]] = DEFAULT_GAINS,
     ) -> None:
-        for name, value, low in (("timestep", timestep, 1e-5), ("friction", friction, 0.0),
-                                 ("joint_friction", joint_friction, 0.0), ("gravity", gravity, 0.0)):
+        checks = (("timestep", timestep, 1e-5), ("friction", friction, 0.0),
+                  ("joint_friction", joint_friction, 0.0), ("gravity", gravity, 0.0))
+        for name, value, low in checks:
             if not np.isfinite(value) or value < low:
                 raise InvalidInputError(f"{name}={value} must be finite and >= {low}")
         path = Path(urdf_path) if urdf_path is not None else package_urdf_path("humanoid")
@@ -294,7 +295,7 @@ class HumanoidSim:
 
     def settle(self, duration: float = 0.5) -> None:
         """Step with the current targets for ``duration`` [s] so the contacts load up."""
-        self.step(int(round(duration / self.timestep)))
+        self.step(round(duration / self.timestep))
 
     def _indices(self, names: Sequence[str]) -> np.ndarray:
         try:
@@ -304,8 +305,8 @@ class HumanoidSim:
             raise UnknownJointError(missing, "humanoid (MuJoCo)", self.joint_names) from None
 
     def set_targets(
-        self, names: Sequence[str], positions: Sequence[float] | None = None,
-        velocities: Sequence[float] | None = None,
+        self, names: Sequence[str], positions: Sequence[float] | np.ndarray | None = None,
+        velocities: Sequence[float] | np.ndarray | None = None,
     ) -> None:
         """Servo targets by joint name: positions [rad] and/or velocities [rad/s].
 
@@ -325,7 +326,7 @@ class HumanoidSim:
                 raise InvalidInputError(
                     f"{label} has {arr.size} values for {len(idx)} joint names")
             if not np.all(np.isfinite(arr)):
-                bad = [names[i] for i in np.flatnonzero(~np.isfinite(arr))]
+                bad = [names[int(i)] for i in np.flatnonzero(~np.isfinite(arr))]
                 raise InvalidInputError(f"non-finite {label} for joints {bad}: command ignored")
         if positions is not None:
             self._target_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
@@ -347,9 +348,8 @@ class HumanoidSim:
         for _ in range(n):
             moving = self._target_qd != 0.0
             if np.any(moving):
-                self._target_q = np.where(
-                    moving, np.clip(self._target_q + self._target_qd * dt, self._lower, self._upper),
-                    self._target_q)
+                advanced = np.clip(self._target_q + self._target_qd * dt, self._lower, self._upper)
+                self._target_q = np.where(moving, advanced, self._target_q)
             self._apply_targets()
             mujoco.mj_step(self.model, self.data)
         if not np.all(np.isfinite(self.data.qpos)):
@@ -420,7 +420,10 @@ class HumanoidSim:
         return forces
 
     def cop(self) -> np.ndarray | None:
-        """Ground truth centre of pressure [m] in the world from the contact forces (None: airborne)."""
+        """Ground-truth centre of pressure [m] in the world from the contact forces.
+
+        None when no contact carries load (airborne).
+        """
         self._update_contacts()
         return None if self._cop is None else self._cop.copy()
 

@@ -1,0 +1,270 @@
+"""``mujoco_sim``: the seed humanoid in MuJoCo, behind the robot's own topics.
+
+Publishes what the robot's drivers would (``/joint_states``, the foot F/T and
+FSR sensors, the waist inclinometer), ``/clock`` (simulation time; every stamp
+is simulation time) and ground truth for checks (``/sim/cop``, ``/sim/com``).
+Follows joint commands (sensor_msgs/JointState: position and/or velocity by
+name) on each topic of ``command_topics``.
+
+The physics runs in a thread of its own at ``real_time_factor`` times wall
+time (0 = as fast as possible); subscriptions run in the executor. A command
+with an unknown joint, a NaN or mismatched lengths is ignored with a
+rate-limited warning; the simulation keeps running.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PointStamped, WrenchStamped
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray
+
+from humanoid_balance.exceptions import HumanoidBalanceError
+from humanoid_balance.nodes.common import run_node
+from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
+
+NODE_NAME = "mujoco_sim"
+MODELS = ("humanoid",)
+
+
+def _stamp(t: float) -> Time:
+    sec = int(t)
+    return Time(sec=sec, nanosec=round((t - sec) * 1e9) % 1_000_000_000)
+
+
+def _doubles(values: np.ndarray) -> array.array:
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+class MujocoSimNode(Node):
+    """The simulation node; see the module docstring."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(NODE_NAME, **kwargs)  # type: ignore[arg-type]
+        d = ParameterDescriptor
+        self.declare_parameter("model", "humanoid", d(description=f"one of {MODELS}"))
+        self.declare_parameter("urdf_path", "", d(description="URDF; empty: the package's"))
+        self.declare_parameter("gravity", 9.81, d(description="m/s^2"))
+        self.declare_parameter("timestep", 0.001, d(description="physics step, s"))
+        self.declare_parameter("real_time_factor", 1.0,
+                               d(description="sim time / wall time; 0 = as fast as possible"))
+        self.declare_parameter("publish_rate", 1000.0,
+                               d(description="sensor publishing rate, Hz (0 = every step)"))
+        self.declare_parameter("command_topics", ["/arm_balance/command", "/joint_commands"],
+                               d(description="sensor_msgs/JointState command topics"))
+        self.declare_parameter("sensor_noise", 0.0,
+                               d(description="noise scale: 0 noise-free, 1 nominal"))
+        self.declare_parameter("joint_friction", 0.0, d(description="Coulomb friction, N m"))
+        self.declare_parameter("friction", 0.3, d(description="foot-floor friction coefficient"))
+        self.declare_parameter("seed", 0)
+        self.declare_parameter("duration", 0.0,
+                               d(description="stop after this sim time, s (0 = run)"))
+        p = self.get_parameter
+        model = str(p("model").value)
+        if model not in MODELS:
+            raise HumanoidBalanceError(f"model={model!r}; this node simulates {MODELS}")
+        urdf = str(p("urdf_path").value) or None
+        self.sim = HumanoidSim(
+            urdf,
+            timestep=float(p("timestep").value),
+            gravity=float(p("gravity").value),
+            friction=float(p("friction").value),
+            joint_friction=float(p("joint_friction").value),
+            noise=SensorNoise.nominal(float(p("sensor_noise").value)),
+            seed=int(p("seed").value),
+        )
+        self.real_time_factor = float(p("real_time_factor").value)
+        rate = float(p("publish_rate").value)
+        self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
+        self.duration = float(p("duration").value)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        qos = QoSProfile(depth=10)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
+        self.pub_ft = {s: self.create_publisher(WrenchStamped, f"/{s}_foot/ft", qos) for s in SIDES}
+        self.pub_fsr = {s: self.create_publisher(Float64MultiArray, f"/{s}_foot/fsr", qos)
+                        for s in SIDES}
+        self.pub_imu = self.create_publisher(Imu, "/waist/inclinometer", qos)
+        self.pub_clock = self.create_publisher(Clock, "/clock", qos_profile_sensor_data)
+        self.pub_cop = self.create_publisher(PointStamped, "/sim/cop", qos)
+        self.pub_com = self.create_publisher(PointStamped, "/sim/com", qos)
+        self._lock = threading.Lock()
+        self._pending: list[tuple[list[str], np.ndarray | None, np.ndarray | None]] = []
+        self.commands_applied = 0
+        self.commands_rejected = 0
+        for topic in p("command_topics").value:
+            self.create_subscription(JointState, topic, self._on_command, qos)
+
+        self._joint_msg = JointState()
+        self._joint_msg.name = list(self.sim.joint_names)
+        self._ft_msgs = {s: WrenchStamped() for s in SIDES}
+        for s in SIDES:
+            self._ft_msgs[s].header.frame_id = f"{s}_foot_ft"
+        self._imu_msg = Imu()
+        self._imu_msg.header.frame_id = "waist_plate"
+        self._imu_msg.angular_velocity_covariance[0] = -1.0  # not provided
+        self._imu_msg.linear_acceleration_covariance[0] = -1.0
+        self._stop = threading.Event()
+        self.finished = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mujoco_sim_physics", daemon=True)
+        self._thread.start()
+        self.get_logger().info(
+            f"simulating {model} ({len(self.sim.joint_names)} joints), dt {self.sim.timestep} s, "
+            f"real-time factor {self.real_time_factor or 'max'}, publishing every "
+            f"{self.publish_every} step(s)")
+
+    # --- parameters and commands ----------------------------------------------
+
+    def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
+        for param in params:
+            if param.name == "real_time_factor":
+                value = float(param.value)
+                if not np.isfinite(value) or value < 0:
+                    return SetParametersResult(
+                        successful=False, reason=f"real_time_factor={value} must be >= 0")
+                self.real_time_factor = value
+            elif param.name in ("model", "timestep", "urdf_path", "gravity", "sensor_noise",
+                                "joint_friction", "friction", "seed", "command_topics"):
+                return SetParametersResult(
+                    successful=False,
+                    reason=f"{param.name} is read at start only: restart the node")
+        return SetParametersResult(successful=True)
+
+    def _on_command(self, msg: JointState) -> None:
+        names = list(msg.name)
+        position = np.asarray(msg.position, dtype=float) if len(msg.position) else None
+        velocity = np.asarray(msg.velocity, dtype=float) if len(msg.velocity) else None
+        problem = None
+        if not names:
+            problem = "a command names no joint"
+        elif position is None and velocity is None:
+            problem = "a command has neither position nor velocity"
+        else:
+            unknown = [n for n in names if n not in self.sim.joint_names]
+            if unknown:
+                problem = f"a command names joints the model does not have: {unknown}"
+            for label, values in (("position", position), ("velocity", velocity)):
+                if problem is None and values is not None:
+                    if values.shape != (len(names),):
+                        problem = (f"a command has {values.size} {label} values "
+                                   f"for {len(names)} names")
+                    elif not np.all(np.isfinite(values)):
+                        problem = f"a command has a non-finite {label}"
+        if problem is not None:
+            self.commands_rejected += 1
+            self.get_logger().warning(f"{problem}: command ignored", throttle_duration_sec=1.0)
+            return
+        with self._lock:
+            self._pending.append((names, position, velocity))
+
+    # --- physics thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        sim = self.sim
+        wall0 = time.perf_counter()
+        sim_t0 = sim.time
+        steps = 0
+        try:
+            while not self._stop.is_set() and rclpy.ok(context=self.context):
+                with self._lock:
+                    pending, self._pending = self._pending, []
+                for names, position, velocity in pending:
+                    try:
+                        sim.set_targets(names, position, velocity)
+                        self.commands_applied += 1
+                    except HumanoidBalanceError as exc:  # checked above; belt and braces
+                        self.commands_rejected += 1
+                        self.get_logger().warning(f"{exc}", throttle_duration_sec=1.0)
+                sim.step()
+                steps += 1
+                if steps % self.publish_every == 0:
+                    self._publish()
+                if self.duration > 0 and sim.time - sim_t0 >= self.duration:
+                    break
+                rtf = self.real_time_factor
+                if rtf > 0:
+                    ahead = (sim.time - sim_t0) / rtf - (time.perf_counter() - wall0)
+                    if ahead > 0.0005:
+                        time.sleep(ahead)
+                    elif ahead < -0.5:  # far behind: do not try to catch up forever
+                        wall0 = time.perf_counter() - (sim.time - sim_t0) / rtf
+        except HumanoidBalanceError as exc:
+            self.get_logger().error(f"simulation stopped: {exc}")
+        finally:
+            self.finished.set()
+        if self.duration > 0 and not self._stop.is_set():
+            self.get_logger().info(f"ran {sim.time - sim_t0:.3f} s of simulation: shutting down")
+            rclpy.try_shutdown(context=self.context)
+
+    def _publish(self) -> None:
+        sim = self.sim
+        stamp = _stamp(sim.time)
+        self.pub_clock.publish(Clock(clock=stamp))
+        js = sim.joint_state()
+        msg = self._joint_msg
+        msg.header.stamp = stamp
+        msg.position = _doubles(js.position)
+        msg.velocity = _doubles(js.velocity)
+        msg.effort = _doubles(js.effort)
+        self.pub_joints.publish(msg)
+        for side in SIDES:
+            force, torque = sim.foot_wrench(side)
+            w = self._ft_msgs[side]
+            w.header.stamp = stamp
+            w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in force)
+            w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in torque)
+            self.pub_ft[side].publish(w)
+            self.pub_fsr[side].publish(Float64MultiArray(data=_doubles(sim.fsr_forces(side))))
+        quat = sim.inclinometer_quaternion_xyzw()
+        imu = self._imu_msg
+        imu.header.stamp = stamp
+        imu.orientation.x, imu.orientation.y, imu.orientation.z, imu.orientation.w = (
+            float(v) for v in quat)
+        self.pub_imu.publish(imu)
+        cop = sim.cop()
+        if cop is not None:
+            point = PointStamped()
+            point.header.stamp = stamp
+            point.header.frame_id = "world"
+            point.point.x, point.point.y, point.point.z = (float(v) for v in cop)
+            self.pub_cop.publish(point)
+        com = sim.com()
+        point = PointStamped()
+        point.header.stamp = stamp
+        point.header.frame_id = "world"
+        point.point.x, point.point.y, point.point.z = (float(v) for v in com)
+        self.pub_com.publish(point)
+
+    def stop(self) -> None:
+        """Stop the physics thread and wait for it."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+
+    def destroy_node(self) -> None:
+        """Stop the physics, then destroy the node."""
+        self.stop()
+        super().destroy_node()
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Console script ``mujoco_sim``."""
+    return run_node(MujocoSimNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
