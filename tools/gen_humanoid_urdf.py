@@ -76,7 +76,7 @@ class Box:
 
 
 def _f(x: float) -> str:
-    return f"{x:.9g}"
+    return f"{x:.12g}"
 
 
 def _v(xs: tuple[float, ...]) -> str:

@@ -55,20 +55,26 @@ def all_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)
 
 
-def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Create a node, spin it until Ctrl-C or shutdown, and clean up; the body of ``main``."""
+def run_node(
+    factory: Callable[[], Node], args: Sequence[str] | None = None,
+    done: Callable[[Node], bool] | None = None,
+) -> int:
+    """Create a node, spin it until Ctrl-C, shutdown or ``done(node)``, clean up; body of ``main``."""
     rclpy.init(args=None if args is None else list(args))
     node = None
     try:
         node = factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        if done is None:
+            executor.spin()
+        else:
+            while rclpy.ok() and not done(node):
+                executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
     return 0

@@ -207,8 +207,7 @@ class MujocoSimNode(Node):
         finally:
             self.finished.set()
         if self.duration > 0 and not self._stop.is_set():
-            self.get_logger().info(f"ran {sim.time - sim_t0:.3f} s of simulation: shutting down")
-            rclpy.try_shutdown(context=self.context)
+            self.get_logger().info(f"ran {sim.time - sim_t0:.3f} s of simulation: done")
 
     def _publish(self) -> None:
         sim = self.sim
@@ -263,7 +262,7 @@ class MujocoSimNode(Node):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``mujoco_sim``."""
-    return run_node(MujocoSimNode, args)
+    return run_node(MujocoSimNode, args, done=lambda node: node.finished.is_set())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""The MuJoCo humanoid stands on its own, its sensors agree with physics, bad input is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull, Delaunay
+
+from humanoid_balance.exceptions import (
+    InvalidInputError,
+    ModelFileError,
+    UnknownJointError,
+)
+from humanoid_balance.sim.humanoid import SIDES, HumanoidSim
+
+SOLE_HALF = (0.11, 0.06)
+
+
+@pytest.fixture(scope="module")
+def standing() -> dict[str, np.ndarray]:
+    """10 s of standing with no command, after 0.5 s of settling, recorded every 10 ms."""
+    sim = HumanoidSim()
+    sim.settle(0.5)
+    q0 = sim.joint_state().position
+    record: dict[str, list[np.ndarray]] = {"cop": [], "fz": [], "ft_fz": [], "drift": [], "fsr": []}
+    polygon = _support_polygon(sim)
+    for _ in range(1000):
+        sim.step(10)
+        cop = sim.cop()
+        assert cop is not None
+        record["cop"].append(cop)
+        record["fz"].append(np.array(sim.vertical_contact_force()))
+        record["ft_fz"].append(np.array(sum(sim.foot_wrench(s)[0][2] for s in SIDES)))
+        record["fsr"].append(np.array(sum(sim.fsr_forces(s).sum() for s in SIDES)))
+        record["drift"].append(np.abs(sim.joint_state().position - q0).max())
+    out = {k: np.array(v) for k, v in record.items()}
+    out["polygon"] = polygon
+    out["mg"] = np.array(sim.total_mass * 9.81)
+    out["feet_weight"] = np.array(2 * 1.0 * 9.81)  # foot links below the sensors: 1 kg each
+    return out
+
+
+def _support_polygon(sim: HumanoidSim) -> np.ndarray:
+    corners = []
+    for side in SIDES:
+        t = sim.sole_transform(side)
+        for sx in (-1, 1):
+            for sy in (-1, 1):
+                corners.append((t @ np.array([sx * SOLE_HALF[0], sy * SOLE_HALF[1], 0, 1]))[:2])
+    pts = np.array(corners)
+    return pts[ConvexHull(pts).vertices]
+
+
+def test_cop_stays_inside_the_support_polygon(standing: dict[str, np.ndarray]) -> None:
+    """For 10 s of standing the ground-truth CoP lies inside the hull of the two soles."""
+    inside = Delaunay(standing["polygon"]).find_simplex(standing["cop"][:, :2]) >= 0
+    assert inside.all()
+
+
+def test_vertical_contact_force_is_the_weight(standing: dict[str, np.ndarray]) -> None:
+    """The floor carries M g within 1 % at every sample."""
+    assert np.abs(standing["fz"] / standing["mg"] - 1.0).max() <= 0.01
+
+
+def test_ankle_sensors_read_the_weight_less_the_feet(standing: dict[str, np.ndarray]) -> None:
+    """The two ankle F/T sensors read M g less the weight of the feet below them (within 1 %)."""
+    expected = standing["mg"] - standing["feet_weight"]
+    assert np.abs(standing["ft_fz"] / expected - 1.0).max() <= 0.01
+
+
+def test_fsrs_read_the_weight(standing: dict[str, np.ndarray]) -> None:
+    """The eight FSRs together read M g within 1 % (they are the only contacts)."""
+    assert np.abs(standing["fsr"] / standing["mg"] - 1.0).max() <= 0.01
+
+
+def test_no_joint_drifts_more_than_1_mrad(standing: dict[str, np.ndarray]) -> None:
+    """No joint moves more than 1 mrad over 10 s of standing."""
+    assert standing["drift"].max() <= 1e-3
+
+
+def test_a_missing_urdf_is_a_clear_error(tmp_path: object) -> None:
+    """A URDF path that does not exist raises ModelFileError naming the path."""
+    with pytest.raises(ModelFileError, match="no_such.urdf.*no such file"):
+        HumanoidSim("/nonexistent/no_such.urdf")
+
+
+def test_a_urdf_that_does_not_parse_is_a_clear_error(tmp_path: pytest.TempPathFactory) -> None:
+    """A file that is not a URDF raises ModelFileError saying MuJoCo cannot load it."""
+    path = tmp_path / "broken.urdf"  # type: ignore[operator]
+    path.write_text("<robot name='x'><link name=")
+    with pytest.raises(ModelFileError, match="MuJoCo cannot load it"):
+        HumanoidSim(path)
+
+
+def test_unknown_joint_in_a_command_is_refused() -> None:
+    """A target for a joint the model does not have raises and changes nothing."""
+    sim = HumanoidSim()
+    before = sim.data.ctrl.copy()
+    with pytest.raises(UnknownJointError, match="nose_wiggle"):
+        sim.set_targets(["right_elbow", "nose_wiggle"], [0.5, 0.1])
+    sim.step()
+    assert sim.data.ctrl == pytest.approx(before)
+
+
+def test_nan_in_a_command_is_refused_and_the_simulation_keeps_running() -> None:
+    """A NaN target raises, nothing is applied, and stepping continues with finite state."""
+    sim = HumanoidSim()
+    with pytest.raises(InvalidInputError, match="non-finite positions for joints"):
+        sim.set_targets(["right_elbow"], [float("nan")])
+    sim.step(100)
+    assert np.all(np.isfinite(sim.data.qpos))
+    assert abs(sim.joint_state().position[sim.joint_names.index("right_elbow")]) < 1e-3
+
+
+def test_position_and_velocity_targets_move_a_joint() -> None:
+    """A position target is reached; a velocity target moves the joint at that rate."""
+    sim = HumanoidSim()
+    sim.settle(0.2)
+    i = sim.joint_names.index("right_elbow")
+    sim.set_targets(["right_elbow"], [0.5])
+    sim.step(500)
+    assert sim.joint_state().position[i] == pytest.approx(0.5, abs=0.01)
+    sim.set_targets(["right_elbow"], velocities=[0.4])
+    start = sim.joint_state().position[i]
+    sim.step(500)
+    assert sim.joint_state().position[i] - start == pytest.approx(0.2, abs=0.01)

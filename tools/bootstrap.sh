@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Set up everything on a machine with only Python >= 3.10 and pip, then run a job.
+#
+#   bash tools/bootstrap.sh demo [demo options]   # install, run the simulated demo
+#   bash tools/bootstrap.sh test [pytest options] # install, run the whole test suite
+#   bash tools/bootstrap.sh setup                 # install only
+#
+# Installs into .venv/ in the checkout (PyPI only: rclpy and the ROS messages
+# come as wheels, see requirements.txt). Every DDS participant it starts stays
+# on the loopback interface (config/fastdds_loopback.xml).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+job="${1:-setup}"
+shift || true
+
+PYTHON="${PYTHON:-}"
+if [ -z "$PYTHON" ]; then
+  for candidate in python3.11 python3.12 python3.10 python3; do
+    if command -v "$candidate" >/dev/null 2>&1; then PYTHON="$candidate"; break; fi
+  done
+fi
+[ -n "$PYTHON" ] || { echo "bootstrap: no python3 found" >&2; exit 2; }
+
+VENV="${HB_VENV:-.venv}"
+stamp="$VENV/.installed"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV with $($PYTHON --version)"
+  "$PYTHON" -m venv "$VENV"
+fi
+if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ requirements-test.txt -nt "$stamp" ] \
+   || [ setup.py -nt "$stamp" ]; then
+  echo "bootstrap: installing requirements (first run takes about a minute)"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -r requirements-test.txt
+  "$VENV/bin/python" -m pip install --quiet --no-deps -e .
+  touch "$stamp"
+fi
+
+export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
+export FASTDDS_DEFAULT_PROFILES_FILE="$PWD/config/fastdds_loopback.xml"
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( 1 + $$ % 100 ))}"
+export MPLBACKEND=Agg
+
+case "$job" in
+  setup) echo "bootstrap: ready ($VENV)";;
+  demo)  exec "$VENV/bin/humanoid-balance" demo "$@";;
+  test)  exec "$VENV/bin/python" -m pytest "$@";;
+  *)     echo "bootstrap: unknown job '$job' (setup | demo | test)" >&2; exit 2;;
+esac
