@@ -80,7 +80,7 @@ def test_no_joint_drifts_more_than_1_mrad(standing: dict[str, np.ndarray]) -> No
 
 def test_a_missing_urdf_is_a_clear_error(tmp_path: object) -> None:
     """A URDF path that does not exist raises ModelFileError naming the path."""
-    with pytest.raises(ModelFileError, match="no_such.urdf.*no such file"):
+    with pytest.raises(ModelFileError, match=r"no_such\.urdf.*no such file"):
         HumanoidSim("/nonexistent/no_such.urdf")
 
 
