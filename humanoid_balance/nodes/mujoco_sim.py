@@ -262,7 +262,10 @@ class MujocoSimNode(Node):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``mujoco_sim``."""
-    return run_node(MujocoSimNode, args, done=lambda node: node.finished.is_set())
+    def finished(node: Node) -> bool:
+        return isinstance(node, MujocoSimNode) and node.finished.is_set()
+
+    return run_node(MujocoSimNode, args, done=finished)
 
 
 if __name__ == "__main__":
