@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from humanoid_balance.ros_env import use_loopback_dds  # noqa: E402
+from humanoid_balance.ros_env import use_loopback_dds
 
 LISTENER = r"""
 import sys, time, rclpy
