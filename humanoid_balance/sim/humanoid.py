@@ -22,35 +22,24 @@ is the wrench Kajita's ZMP formulas take (seed 001, eq. 3.24).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from humanoid_balance.exceptions import (
-    InvalidInputError,
-    ModelFileError,
-    SimulationError,
-    UnknownJointError,
-)
+from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
+from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
+
+__all__ = ["DEFAULT_GAINS", "SIDES", "HumanoidSim", "JointStateSample", "SensorNoise", "ServoGains"]
 
 SIDES = ("left", "right")
 FSR_COUNT = 4
 PAD_RADIUS = 0.01  # m, radius of the contact sphere under each FSR
 
-
-@dataclass(frozen=True)
-class ServoGains:
-    """PD gains of a joint group: ``kp`` [N m/rad], ``kv`` [N m s/rad], ``armature`` [kg m^2]."""
-
-    kp: float
-    kv: float
-    armature: float
-
-
-#: Servo gains by joint-name prefix (first match wins).
+#: Servo gains by joint-name prefix (first match wins); armature stands for the
+#: reflected rotor inertia of the drives.
 DEFAULT_GAINS: tuple[tuple[str, ServoGains], ...] = (
     ("_wrist", ServoGains(300.0, 6.0, 0.005)),
     ("_elbow", ServoGains(3000.0, 60.0, 0.01)),
@@ -89,30 +78,7 @@ class SensorNoise:
         )
 
 
-@dataclass
-class JointStateSample:
-    """Joint names, positions [rad], velocities [rad/s] and efforts [N m]."""
-
-    names: tuple[str, ...]
-    position: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray
-
-
-@dataclass
-class _Indices:
-    qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    qvel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-
-
-def _gains_for(joint: str, gains: Sequence[tuple[str, ServoGains]]) -> ServoGains:
-    for prefix, g in gains:
-        if prefix in joint or prefix == "":
-            return g
-    raise SimulationError(f"no servo gains match joint {joint!r}")
-
-
-class HumanoidSim:
+class HumanoidSim(MujocoRobotSim):
     """The seed humanoid in MuJoCo: servos, foot sensors, inclinometer, ground truth.
 
     Args:
@@ -138,45 +104,34 @@ class HumanoidSim:
         seed: int = 0,
         gains: Sequence[tuple[str, ServoGains]] = DEFAULT_GAINS,
     ) -> None:
-        checks = (("timestep", timestep, 1e-5), ("friction", friction, 0.0),
-                  ("joint_friction", joint_friction, 0.0), ("gravity", gravity, 0.0))
-        for name, value, low in checks:
-            if not np.isfinite(value) or value < low:
-                raise InvalidInputError(f"{name}={value} must be finite and >= {low}")
-        path = Path(urdf_path) if urdf_path is not None else package_urdf_path("humanoid")
-        if not path.is_file():
-            raise ModelFileError(str(path), "no such file")
-        try:
-            spec = mujoco.MjSpec.from_file(str(path))
-        except ValueError as exc:
-            raise ModelFileError(str(path), f"MuJoCo cannot load it ({exc})") from exc
-        self.urdf_path = path
+        if not np.isfinite(friction) or friction < 0:
+            raise InvalidInputError(f"friction={friction} must be finite and >= 0")
+        self.friction = friction
         self.noise = noise if noise is not None else SensorNoise()
-        self._rng = np.random.default_rng(seed)
-        self._build(spec, timestep, gravity, friction, joint_friction, gains)
+        self._force = np.zeros(6)
+        self._contacts_valid_at = -1.0
+        self._fsr = np.zeros((2, FSR_COUNT))
+        self._cop: np.ndarray | None = None
+        self._fz_total = 0.0
+        path = Path(urdf_path) if urdf_path is not None else package_urdf_path("humanoid")
+        super().__init__(
+            path, floating_base=True, timestep=timestep, gravity=gravity,
+            joint_friction=joint_friction, joint_position_noise=self.noise.joint_position_rad,
+            seed=seed, gains=gains,
+        )
 
     # --- model construction ---------------------------------------------------
 
-    def _build(
-        self, spec: mujoco.MjSpec, timestep: float, gravity: float, friction: float,
-        joint_friction: float, gains: Sequence[tuple[str, ServoGains]],
-    ) -> None:
-        spec.option.timestep = timestep
-        spec.option.gravity = [0.0, 0.0, -gravity]
-        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    def _customize(self, spec: mujoco.MjSpec) -> None:
+        if self.root_body != "pelvis":
+            raise ModelFileError(str(self.urdf_path), f"the root link is {self.root_body!r}, "
+                                 "expected 'pelvis'")
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-        spec.option.noslip_iterations = 0
-        pelvis = spec.body("pelvis")
-        if pelvis is None:
-            raise ModelFileError(str(self.urdf_path), "no link named 'pelvis' (the root)")
-        pelvis.add_freejoint(name="root")
+        friction = [self.friction, 0.005, 0.0001]
         floor = spec.worldbody.add_geom(
-            name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5.0, 5.0, 0.1],
-            friction=[friction, 0.005, 0.0001],
-        )
+            name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5.0, 5.0, 0.1], friction=friction)
         floor.contype = 1
         floor.conaffinity = 1
-        self._pad_geoms: list[tuple[str, int]] = []
         for side in SIDES:
             foot = spec.body(f"{side}_foot")
             if foot is None:
@@ -197,44 +152,14 @@ class HumanoidSim:
                 pad.conaffinity = 1
                 pad.mass = 0.0
                 pad.condim = 3
-                pad.friction = [friction, 0.005, 0.0001]
-        self.joint_names: tuple[str, ...] = tuple(
-            j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE
-        )
-        for joint in spec.joints:
-            if joint.type != mujoco.mjtJoint.mjJNT_HINGE:
-                continue
-            g = _gains_for(joint.name, gains)
-            joint.armature = g.armature
-            joint.frictionloss = joint_friction
-            effort = float(joint.actfrcrange[1]) if joint.actfrclimited else 0.0
-            act = spec.add_actuator(name=f"{joint.name}_servo", target=joint.name,
-                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-            act.gainprm[0] = g.kp
-            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-            act.biasprm[0:3] = [0.0, -g.kp, -g.kv]
-            if effort > 0:
-                act.forcelimited = True
-                act.forcerange = [-effort, effort]
+                pad.friction = friction
+        if spec.body("waist_plate") is None:
+            raise ModelFileError(str(self.urdf_path), "no link named 'waist_plate'")
         spec.add_sensor(name="waist_plate_quat", type=mujoco.mjtSensor.mjSENS_FRAMEQUAT,
                         objtype=mujoco.mjtObj.mjOBJ_BODY, objname="waist_plate")
-        try:
-            self.model = spec.compile()
-        except ValueError as exc:
-            raise SimulationError(f"MuJoCo cannot compile the humanoid: {exc}") from exc
-        self.spec = spec
-        self.data = mujoco.MjData(self.model)
+
+    def _after_compile(self) -> None:
         m = self.model
-        self._jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n)
-                              for n in self.joint_names])
-        self._qadr = m.jnt_qposadr[self._jid]
-        self._dadr = m.jnt_dofadr[self._jid]
-        self._kv_over_kp = np.array([_gains_for(n, gains).kv / _gains_for(n, gains).kp
-                                     for n in self.joint_names])
-        self._index = {n: i for i, n in enumerate(self.joint_names)}
-        self._lower = m.jnt_range[self._jid, 0].copy()
-        self._upper = m.jnt_range[self._jid, 1].copy()
         self._floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
         self._pad_index: dict[int, tuple[int, int]] = {}
         for s, side in enumerate(SIDES):
@@ -250,124 +175,14 @@ class HumanoidSim:
             name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
             for name in ("pelvis", "left_sole", "right_sole", "left_foot", "right_foot")
         }
-        self.total_mass = float(np.sum(m.body_mass))
-        self._target_q = np.zeros(len(self.joint_names))
-        self._target_qd = np.zeros(len(self.joint_names))
-        self._force = np.zeros(6)
-        self._contacts_valid_at = -1.0
-        self._fsr = np.zeros((2, FSR_COUNT))
-        self._cop: np.ndarray | None = None
-        self._fz_total = 0.0
-        self.reset()
 
-    # --- state ---------------------------------------------------------------
-
-    @property
-    def time(self) -> float:
-        """Simulation time in [s]."""
-        return float(self.data.time)
-
-    @property
-    def timestep(self) -> float:
-        """Physics step in [s]."""
-        return float(self.model.opt.timestep)
-
-    def reset(self, joint_positions: dict[str, float] | None = None) -> None:
-        """Stand the robot on the floor at ``joint_positions`` (others zero), at rest.
-
-        The pelvis height is set so that the lowest pad just touches the floor.
-        """
-        mujoco.mj_resetData(self.model, self.data)
-        q = np.zeros(len(self.joint_names))
-        if joint_positions:
-            q[self._indices(list(joint_positions))] = list(joint_positions.values())
-        self.data.qpos[self._qadr] = q
-        self.data.qpos[0:3] = [0.0, 0.0, 0.0]
-        self.data.qpos[3:7] = [1.0, 0.0, 0.0, 0.0]
-        mujoco.mj_kinematics(self.model, self.data)
+    def _place_base(self) -> None:
+        """Stand on the floor: the lowest sole just touches it."""
         lowest = min(float(self.data.xpos[self._body[f"{s}_sole"], 2]) for s in SIDES)
         self.data.qpos[2] = -lowest
-        self._target_q = q.copy()
-        self._target_qd = np.zeros_like(q)
-        self._apply_targets()
-        mujoco.mj_forward(self.model, self.data)
         self._contacts_valid_at = -1.0
 
-    def settle(self, duration: float = 0.5) -> None:
-        """Step with the current targets for ``duration`` [s] so the contacts load up."""
-        self.step(round(duration / self.timestep))
-
-    def _indices(self, names: Sequence[str]) -> np.ndarray:
-        try:
-            return np.array([self._index[n] for n in names], dtype=int)
-        except KeyError:
-            missing = [n for n in names if n not in self._index]
-            raise UnknownJointError(missing, "humanoid (MuJoCo)", self.joint_names) from None
-
-    def set_targets(
-        self, names: Sequence[str], positions: Sequence[float] | np.ndarray | None = None,
-        velocities: Sequence[float] | np.ndarray | None = None,
-    ) -> None:
-        """Servo targets by joint name: positions [rad] and/or velocities [rad/s].
-
-        A velocity without a position moves the position target along with it
-        (integrated every step). Targets are clipped to the joint limits.
-
-        Raises:
-            UnknownJointError: a name is not a joint of the model (nothing is applied).
-            InvalidInputError: a value is not finite or the lengths differ (nothing is applied).
-        """
-        idx = self._indices(names)
-        for label, values in (("positions", positions), ("velocities", velocities)):
-            if values is None:
-                continue
-            arr = np.asarray(values, dtype=float)
-            if arr.shape != (len(idx),):
-                raise InvalidInputError(
-                    f"{label} has {arr.size} values for {len(idx)} joint names")
-            if not np.all(np.isfinite(arr)):
-                bad = [names[int(i)] for i in np.flatnonzero(~np.isfinite(arr))]
-                raise InvalidInputError(f"non-finite {label} for joints {bad}: command ignored")
-        if positions is not None:
-            self._target_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
-        if velocities is not None:
-            self._target_qd[idx] = np.asarray(velocities, dtype=float)
-        elif positions is not None:
-            self._target_qd[idx] = 0.0
-
-    def _apply_targets(self) -> None:
-        self.data.ctrl[:] = self._target_q + self._kv_over_kp * self._target_qd
-
-    def step(self, n: int = 1) -> None:
-        """Advance the physics ``n`` steps.
-
-        Raises:
-            SimulationError: the state became non-finite (MuJoCo warning or NaN).
-        """
-        dt = self.timestep
-        for _ in range(n):
-            moving = self._target_qd != 0.0
-            if np.any(moving):
-                advanced = np.clip(self._target_q + self._target_qd * dt, self._lower, self._upper)
-                self._target_q = np.where(moving, advanced, self._target_q)
-            self._apply_targets()
-            mujoco.mj_step(self.model, self.data)
-        if not np.all(np.isfinite(self.data.qpos)):
-            raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
-
     # --- sensors ---------------------------------------------------------------
-
-    def joint_state(self) -> JointStateSample:
-        """Joint positions (with encoder noise), velocities and servo efforts."""
-        position = self.data.qpos[self._qadr].copy()
-        if self.noise.joint_position_rad > 0:
-            position += self._rng.normal(0.0, self.noise.joint_position_rad, position.shape)
-        return JointStateSample(
-            names=self.joint_names,
-            position=position,
-            velocity=self.data.qvel[self._dadr].copy(),
-            effort=self.data.actuator_force.copy(),
-        )
 
     def foot_wrench(self, side: str) -> tuple[np.ndarray, np.ndarray]:
         """Force [N] and torque [N m] the foot exerts on the leg, in the ``{side}_foot_ft`` frame.
@@ -432,10 +247,6 @@ class HumanoidSim:
         self._update_contacts()
         return self._fz_total
 
-    def com(self) -> np.ndarray:
-        """Ground-truth centre of mass of the whole robot in the world [m]."""
-        return self.data.subtree_com[self._body["pelvis"]].copy()
-
     def inclinometer_quaternion_xyzw(self) -> np.ndarray:
         """Orientation of the waist's upper plate in the world (x, y, z, w), with noise."""
         adr = self._sensor_adr["waist_plate_quat"]
@@ -457,11 +268,6 @@ class HumanoidSim:
         t[:3, :3] = self.data.xmat[body].reshape(3, 3)
         t[:3, 3] = self.data.xpos[body]
         return t
-
-    def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Pelvis position [m] and orientation quaternion (x, y, z, w) in the world."""
-        w, x, y, z = self.data.qpos[3:7]
-        return self.data.qpos[0:3].copy(), np.array([x, y, z, w])
 
 
 def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,0 +1,283 @@
+"""A URDF robot in MuJoCo with a PD servo on every joint (no ROS).
+
+:class:`MujocoRobotSim` loads a URDF with :class:`mujoco.MjSpec`, optionally
+frees its root (a floating base), and gives every revolute joint a stiff PD
+servo with velocity feed-forward, ``tau = kp (q_d - q) + kv (qd_d - qd)``,
+clipped to the URDF effort limit. It is a MuJoCo ``general`` actuator (``gain
+kp, bias [0, -kp, -kv]``, control ``q_d + kv/kp qd_d``), so the damping term is
+integrated implicitly (``implicitfast``) and stays stable with light links.
+Subclasses add floors, sensors and contacts (:mod:`humanoid_balance.sim.humanoid`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from humanoid_balance.exceptions import (
+    InvalidInputError,
+    ModelFileError,
+    SimulationError,
+    UnknownJointError,
+)
+
+
+@dataclass(frozen=True)
+class ServoGains:
+    """PD gains of a joint group: ``kp`` [N m/rad], ``kv`` [N m s/rad], ``armature`` [kg m^2]."""
+
+    kp: float
+    kv: float
+    armature: float
+
+
+#: Gains for any joint no prefix matches.
+GENERIC_GAINS: tuple[tuple[str, ServoGains], ...] = (("", ServoGains(2000.0, 40.0, 0.01)),)
+
+
+@dataclass
+class JointStateSample:
+    """Joint names, positions [rad], velocities [rad/s] and efforts [N m]."""
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+def gains_for(joint: str, gains: Sequence[tuple[str, ServoGains]]) -> ServoGains:
+    """The gains of the first entry whose prefix occurs in the joint name ('' matches all)."""
+    for prefix, g in gains:
+        if prefix == "" or prefix in joint:
+            return g
+    raise SimulationError(f"no servo gains match joint {joint!r}")
+
+
+def load_spec(urdf_path: Path) -> mujoco.MjSpec:
+    """Load a URDF into an editable MuJoCo spec.
+
+    Raises:
+        ModelFileError: the file does not exist or MuJoCo cannot load it.
+    """
+    if not urdf_path.is_file():
+        raise ModelFileError(str(urdf_path), "no such file")
+    try:
+        return mujoco.MjSpec.from_file(str(urdf_path))
+    except ValueError as exc:
+        raise ModelFileError(str(urdf_path), f"MuJoCo cannot load it ({exc})") from exc
+
+
+class MujocoRobotSim:
+    """A URDF robot with servoed joints.
+
+    Args:
+        urdf_path: the robot's URDF.
+        floating_base: free the URDF root (a MuJoCo free joint named ``root``).
+        timestep: physics step in [s].
+        gravity: magnitude of gravity along -z in [m/s^2].
+        joint_friction: Coulomb friction (MuJoCo ``frictionloss``) of every joint in [N m].
+        joint_position_noise: standard deviation of the encoder noise in [rad].
+        seed: seed of the noise generator.
+        gains: servo gains by joint-name prefix (first match wins).
+    """
+
+    def __init__(
+        self,
+        urdf_path: str | Path,
+        *,
+        floating_base: bool = False,
+        timestep: float = 0.001,
+        gravity: float = 9.81,
+        joint_friction: float = 0.0,
+        joint_position_noise: float = 0.0,
+        seed: int = 0,
+        gains: Sequence[tuple[str, ServoGains]] = GENERIC_GAINS,
+    ) -> None:
+        checks = (("timestep", timestep, 1e-5), ("joint_friction", joint_friction, 0.0),
+                  ("gravity", gravity, 0.0), ("joint_position_noise", joint_position_noise, 0.0))
+        for name, value, low in checks:
+            if not np.isfinite(value) or value < low:
+                raise InvalidInputError(f"{name}={value} must be finite and >= {low}")
+        self.urdf_path = Path(urdf_path)
+        self.floating_base = floating_base
+        self.joint_position_noise = joint_position_noise
+        self._rng = np.random.default_rng(seed)
+        self._gains = tuple(gains)
+        spec = load_spec(self.urdf_path)
+        spec.option.timestep = timestep
+        spec.option.gravity = [0.0, 0.0, -gravity]
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        roots = [b for b in spec.bodies if b.parent is not None and b.parent.name == "world"]
+        if len(roots) != 1:
+            raise ModelFileError(str(self.urdf_path), f"expected one root link, found {len(roots)}")
+        self.root_body: str = roots[0].name
+        if floating_base:
+            roots[0].add_freejoint(name="root")
+        self.joint_names: tuple[str, ...] = tuple(
+            j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE)
+        for joint in spec.joints:
+            if joint.type != mujoco.mjtJoint.mjJNT_HINGE:
+                continue
+            g = gains_for(joint.name, self._gains)
+            joint.armature = g.armature
+            joint.frictionloss = joint_friction
+            effort = float(joint.actfrcrange[1]) if joint.actfrclimited else 0.0
+            act = spec.add_actuator(name=f"{joint.name}_servo", target=joint.name,
+                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+            act.gainprm[0] = g.kp
+            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            act.biasprm[0:3] = [0.0, -g.kp, -g.kv]
+            if effort > 0:
+                act.forcelimited = True
+                act.forcerange = [-effort, effort]
+        self._customize(spec)
+        try:
+            self.model = spec.compile()
+        except ValueError as exc:
+            raise SimulationError(f"MuJoCo cannot compile {self.urdf_path.name}: {exc}") from exc
+        self.spec = spec
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names])
+        self._qadr = m.jnt_qposadr[jid]
+        self._dadr = m.jnt_dofadr[jid]
+        self._kv_over_kp = np.array([gains_for(n, self._gains).kv / gains_for(n, self._gains).kp
+                                     for n in self.joint_names])
+        self._index = {n: i for i, n in enumerate(self.joint_names)}
+        limited = m.jnt_limited[jid].astype(bool)
+        self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
+        self._upper = np.where(limited, m.jnt_range[jid, 1], np.inf)
+        self.total_mass = float(np.sum(m.body_mass))
+        self._target_q = np.zeros(len(self.joint_names))
+        self._target_qd = np.zeros(len(self.joint_names))
+        self._after_compile()
+        self.reset()
+
+    # --- hooks for subclasses ---------------------------------------------------
+
+    def _customize(self, spec: mujoco.MjSpec) -> None:
+        """Add bodies, geoms, sensors to the spec before it is compiled."""
+
+    def _after_compile(self) -> None:
+        """Look up ids in the compiled model."""
+
+    def _place_base(self) -> None:
+        """Set the floating base pose after a reset (default: the origin)."""
+
+    # --- state ---------------------------------------------------------------
+
+    @property
+    def time(self) -> float:
+        """Simulation time in [s]."""
+        return float(self.data.time)
+
+    @property
+    def timestep(self) -> float:
+        """Physics step in [s]."""
+        return float(self.model.opt.timestep)
+
+    def reset(self, joint_positions: Mapping[str, float] | None = None) -> None:
+        """Put the joints at ``joint_positions`` (others at zero), at rest, targets there too."""
+        mujoco.mj_resetData(self.model, self.data)
+        q = np.zeros(len(self.joint_names))
+        if joint_positions:
+            q[self._indices(list(joint_positions))] = list(joint_positions.values())
+        self.data.qpos[self._qadr] = q
+        if self.floating_base:
+            self.data.qpos[3:7] = [1.0, 0.0, 0.0, 0.0]
+            mujoco.mj_kinematics(self.model, self.data)
+            self._place_base()
+        self._target_q = q.copy()
+        self._target_qd = np.zeros_like(q)
+        self._apply_targets()
+        mujoco.mj_forward(self.model, self.data)
+
+    def settle(self, duration: float = 0.5) -> None:
+        """Step with the current targets for ``duration`` [s]."""
+        self.step(round(duration / self.timestep))
+
+    def _indices(self, names: Sequence[str]) -> np.ndarray:
+        try:
+            return np.array([self._index[n] for n in names], dtype=int)
+        except KeyError:
+            missing = [n for n in names if n not in self._index]
+            raise UnknownJointError(missing, f"{self.urdf_path.stem} (MuJoCo)",
+                                    self.joint_names) from None
+
+    def set_targets(
+        self, names: Sequence[str], positions: Sequence[float] | np.ndarray | None = None,
+        velocities: Sequence[float] | np.ndarray | None = None,
+    ) -> None:
+        """Servo targets by joint name: positions [rad] and/or velocities [rad/s].
+
+        A velocity without a position moves the position target along with it
+        (integrated every step). Targets are clipped to the joint limits.
+
+        Raises:
+            UnknownJointError: a name is not a joint of the model (nothing is applied).
+            InvalidInputError: a value is not finite or the lengths differ (nothing is applied).
+        """
+        idx = self._indices(names)
+        for label, values in (("positions", positions), ("velocities", velocities)):
+            if values is None:
+                continue
+            arr = np.asarray(values, dtype=float)
+            if arr.shape != (len(idx),):
+                raise InvalidInputError(f"{label} has {arr.size} values for {len(idx)} joint names")
+            if not np.all(np.isfinite(arr)):
+                bad = [names[int(i)] for i in np.flatnonzero(~np.isfinite(arr))]
+                raise InvalidInputError(f"non-finite {label} for joints {bad}: command ignored")
+        if positions is not None:
+            self._target_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
+        if velocities is not None:
+            self._target_qd[idx] = np.asarray(velocities, dtype=float)
+        elif positions is not None:
+            self._target_qd[idx] = 0.0
+
+    def _apply_targets(self) -> None:
+        self.data.ctrl[:] = self._target_q + self._kv_over_kp * self._target_qd
+
+    def step(self, n: int = 1) -> None:
+        """Advance the physics ``n`` steps.
+
+        Raises:
+            SimulationError: the state became non-finite.
+        """
+        dt = self.timestep
+        for _ in range(n):
+            moving = self._target_qd != 0.0
+            if np.any(moving):
+                advanced = np.clip(self._target_q + self._target_qd * dt, self._lower, self._upper)
+                self._target_q = np.where(moving, advanced, self._target_q)
+            self._apply_targets()
+            mujoco.mj_step(self.model, self.data)
+        if not np.all(np.isfinite(self.data.qpos)):
+            raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
+
+    def joint_state(self) -> JointStateSample:
+        """Joint positions (with encoder noise), velocities and servo efforts."""
+        position = self.data.qpos[self._qadr].copy()
+        if self.joint_position_noise > 0:
+            position += self._rng.normal(0.0, self.joint_position_noise, position.shape)
+        return JointStateSample(
+            names=self.joint_names,
+            position=position,
+            velocity=self.data.qvel[self._dadr].copy(),
+            effort=self.data.actuator_force.copy(),
+        )
+
+    def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Floating base position [m] and orientation (x, y, z, w) in the world."""
+        if not self.floating_base:
+            return np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
+        w, x, y, z = self.data.qpos[3:7]
+        return self.data.qpos[0:3].copy(), np.array([x, y, z, w])
+
+    def com(self) -> np.ndarray:
+        """Centre of mass of the whole robot in the world [m]."""
+        return self.data.subtree_com[0].copy()
