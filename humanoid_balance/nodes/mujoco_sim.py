@@ -1,8 +1,11 @@
-"""``mujoco_sim``: the seed humanoid in MuJoCo, behind the robot's own topics.
+"""``mujoco_sim``: the seed robots in MuJoCo, behind the robot's own topics.
 
-Publishes what the robot's drivers would (``/joint_states``, the foot F/T and
-FSR sensors, the waist inclinometer), ``/clock`` (simulation time; every stamp
-is simulation time) and ground truth for checks (``/sim/cop``, ``/sim/com``).
+``model``: ``humanoid`` (seed 000, standing on a floor), ``lunar_arm`` (seed
+004, fixed base) or ``space_robot`` (seed 002, free floating; its default
+gravity is 0). Publishes what the robot's drivers would (``/joint_states``;
+for the humanoid also the foot F/T and FSR sensors and the waist
+inclinometer), ``/clock`` (simulation time; every stamp is simulation time)
+and ground truth for checks (``/sim/com``; ``/sim/cop`` for the humanoid).
 Follows joint commands (sensor_msgs/JointState: position and/or velocity by
 name) on each topic of ``command_topics``.
 
@@ -26,17 +29,39 @@ from geometry_msgs.msg import PointStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
 from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.nodes.common import run_node
+from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
+from humanoid_balance.sim.robot import MujocoRobotSim
 
 NODE_NAME = "mujoco_sim"
-MODELS = ("humanoid",)
+#: model -> default gravity [m/s^2]
+MODELS = {"humanoid": 9.81, "lunar_arm": 9.81, "space_robot": 0.0}
+
+
+def build_simulation(
+    model: str, urdf_path: str | None, *, timestep: float, gravity: float | None,
+    friction: float, joint_friction: float, sensor_noise: float, seed: int,
+) -> MujocoRobotSim:
+    """The simulation of one of :data:`MODELS` (``gravity`` None: the model's default)."""
+    if model not in MODELS:
+        raise HumanoidBalanceError(f"model={model!r}; mujoco_sim simulates {sorted(MODELS)}")
+    g = MODELS[model] if gravity is None else gravity
+    if model == "humanoid":
+        return HumanoidSim(urdf_path, timestep=timestep, gravity=g, friction=friction,
+                           joint_friction=joint_friction, noise=SensorNoise.nominal(sensor_noise),
+                           seed=seed)
+    noise = SensorNoise.nominal(sensor_noise)
+    path = urdf_path or str(package_urdf_path(model))
+    return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,
+                          gravity=g, joint_friction=joint_friction,
+                          joint_position_noise=noise.joint_position_rad, seed=seed)
 
 
 def _stamp(t: float) -> Time:
@@ -56,9 +81,10 @@ class MujocoSimNode(Node):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(NODE_NAME, **kwargs)  # type: ignore[arg-type]
         d = ParameterDescriptor
-        self.declare_parameter("model", "humanoid", d(description=f"one of {MODELS}"))
+        self.declare_parameter("model", "humanoid", d(description=f"one of {sorted(MODELS)}"))
         self.declare_parameter("urdf_path", "", d(description="URDF; empty: the package's"))
-        self.declare_parameter("gravity", 9.81, d(description="m/s^2"))
+        self.declare_parameter("gravity", -1.0,
+                               d(description="m/s^2; negative: the model's default"))
         self.declare_parameter("timestep", 0.001, d(description="physics step, s"))
         self.declare_parameter("real_time_factor", 1.0,
                                d(description="sim time / wall time; 0 = as fast as possible"))
@@ -75,18 +101,17 @@ class MujocoSimNode(Node):
                                d(description="stop after this sim time, s (0 = run)"))
         p = self.get_parameter
         model = str(p("model").value)
-        if model not in MODELS:
-            raise HumanoidBalanceError(f"model={model!r}; this node simulates {MODELS}")
-        urdf = str(p("urdf_path").value) or None
-        self.sim = HumanoidSim(
-            urdf,
+        gravity = float(p("gravity").value)
+        self.sim = build_simulation(
+            model, str(p("urdf_path").value) or None,
             timestep=float(p("timestep").value),
-            gravity=float(p("gravity").value),
+            gravity=None if gravity < 0 else gravity,
             friction=float(p("friction").value),
             joint_friction=float(p("joint_friction").value),
-            noise=SensorNoise.nominal(float(p("sensor_noise").value)),
+            sensor_noise=float(p("sensor_noise").value),
             seed=int(p("seed").value),
         )
+        self.humanoid = self.sim if isinstance(self.sim, HumanoidSim) else None
         self.real_time_factor = float(p("real_time_factor").value)
         rate = float(p("publish_rate").value)
         self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
@@ -95,13 +120,16 @@ class MujocoSimNode(Node):
 
         qos = QoSProfile(depth=10)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
-        self.pub_ft = {s: self.create_publisher(WrenchStamped, f"/{s}_foot/ft", qos) for s in SIDES}
-        self.pub_fsr = {s: self.create_publisher(Float64MultiArray, f"/{s}_foot/fsr", qos)
-                        for s in SIDES}
-        self.pub_imu = self.create_publisher(Imu, "/waist/inclinometer", qos)
-        self.pub_clock = self.create_publisher(Clock, "/clock", qos_profile_sensor_data)
-        self.pub_cop = self.create_publisher(PointStamped, "/sim/cop", qos)
+        # reliable /clock: matches reliable and best-effort subscribers (rclpy's TimeSource)
+        self.pub_clock = self.create_publisher(Clock, "/clock", qos)
         self.pub_com = self.create_publisher(PointStamped, "/sim/com", qos)
+        sides = SIDES if self.humanoid is not None else ()
+        self.pub_ft = {s: self.create_publisher(WrenchStamped, f"/{s}_foot/ft", qos) for s in sides}
+        self.pub_fsr = {s: self.create_publisher(Float64MultiArray, f"/{s}_foot/fsr", qos)
+                        for s in sides}
+        if self.humanoid is not None:
+            self.pub_imu = self.create_publisher(Imu, "/waist/inclinometer", qos)
+            self.pub_cop = self.create_publisher(PointStamped, "/sim/cop", qos)
         self._lock = threading.Lock()
         self._pending: list[tuple[list[str], np.ndarray | None, np.ndarray | None]] = []
         self.commands_applied = 0
@@ -123,7 +151,8 @@ class MujocoSimNode(Node):
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_physics", daemon=True)
         self._thread.start()
         self.get_logger().info(
-            f"simulating {model} ({len(self.sim.joint_names)} joints), dt {self.sim.timestep} s, "
+            f"simulating {model} ({len(self.sim.joint_names)} joints), gravity "
+            f"{-self.sim.model.opt.gravity[2]:.3f} m/s^2, dt {self.sim.timestep} s, "
             f"real-time factor {self.real_time_factor or 'max'}, publishing every "
             f"{self.publish_every} step(s)")
 
@@ -210,16 +239,19 @@ class MujocoSimNode(Node):
             self.get_logger().info(f"ran {sim.time - sim_t0:.3f} s of simulation: done")
 
     def _publish(self) -> None:
-        sim = self.sim
-        stamp = _stamp(sim.time)
+        stamp = _stamp(self.sim.time)
         self.pub_clock.publish(Clock(clock=stamp))
-        js = sim.joint_state()
+        js = self.sim.joint_state()
         msg = self._joint_msg
         msg.header.stamp = stamp
         msg.position = _doubles(js.position)
         msg.velocity = _doubles(js.velocity)
         msg.effort = _doubles(js.effort)
         self.pub_joints.publish(msg)
+        self._publish_point(self.pub_com, stamp, self.sim.com())
+        sim = self.humanoid
+        if sim is None:
+            return
         for side in SIDES:
             force, torque = sim.foot_wrench(side)
             w = self._ft_msgs[side]
@@ -236,17 +268,15 @@ class MujocoSimNode(Node):
         self.pub_imu.publish(imu)
         cop = sim.cop()
         if cop is not None:
-            point = PointStamped()
-            point.header.stamp = stamp
-            point.header.frame_id = "world"
-            point.point.x, point.point.y, point.point.z = (float(v) for v in cop)
-            self.pub_cop.publish(point)
-        com = sim.com()
+            self._publish_point(self.pub_cop, stamp, cop)
+
+    @staticmethod
+    def _publish_point(publisher: rclpy.publisher.Publisher, stamp: Time, xyz: np.ndarray) -> None:
         point = PointStamped()
         point.header.stamp = stamp
         point.header.frame_id = "world"
-        point.point.x, point.point.y, point.point.z = (float(v) for v in com)
-        self.pub_com.publish(point)
+        point.point.x, point.point.y, point.point.z = (float(v) for v in xyz)
+        publisher.publish(point)
 
     def stop(self) -> None:
         """Stop the physics thread and wait for it."""
