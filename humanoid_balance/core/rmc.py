@@ -1,0 +1,826 @@
+"""Resolved momentum control of a fast job arm by the auxiliary arm (seed 000, Kajita 2003).
+
+The robot's total momentum, with the waist and legs locked, comes from the two
+arms only (seed 000, eq. 1):
+
+.. math::
+
+    \\begin{bmatrix} P \\\\ L \\end{bmatrix} =
+    \\begin{bmatrix} M_{job} \\\\ H_{job} \\end{bmatrix} \\dot\\theta_{job} +
+    \\begin{bmatrix} M_{aux} \\\\ H_{aux} \\end{bmatrix} \\dot\\theta_{aux}
+    = A_{job} \\dot\\theta_{job} + A_{aux} \\dot\\theta_{aux}
+
+``A_job`` and ``A_aux`` are the arm columns of pinocchio's centroidal momentum
+map (``computeCentroidalMap``), with the angular rows shifted from the centre
+of mass ``c`` to the reference point ``p`` (the balance frame ``W``, the
+paper's choice, or the CoM): ``H_p = H_G + [c - p]_x M``.
+
+The job arm follows a hand twist ``[v; w]`` (eq. 3) through a damped
+(singularity-robust) pseudo-inverse, or joint velocities given directly. The
+auxiliary arm cancels the selected momentum rows (eq. 6):
+
+.. math::
+
+    \\dot\\theta_{aux} = -(S A_{aux})^{+} S A_{job} \\dot\\theta_{job}
+
+with ``S`` any subset of the rows ``[Px, Py, Pz, Lx, Ly, Lz]`` (paper, eq. 5:
+``Lx, Ly``) and ``^+`` the minimum-norm least-squares pseudo-inverse.
+
+Joint limits (:mod:`humanoid_balance.core.joint_limits`) are enforced every
+cycle on both arms; what happens when the exact solution would break one is
+described in :class:`RmcController`. The balance indicators of section 3.2
+(ZMP shift, lift-off, sliding and turning margins) come from the rates of the
+momentum about ``W`` (:func:`balance_indicators`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import lsq_linear
+
+from humanoid_balance.core.joint_limits import JointLimits, VelocityBoxer, arm_acceleration_limit
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+
+#: Names of the six momentum rows, in the order of ``[P; L]``.
+MOMENTUM_ROWS: tuple[str, ...] = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
+#: Arms of the humanoid and their joint groups.
+ARMS: dict[str, str] = {"right": "right_arm", "left": "left_arm"}
+REFERENCE_POINTS = ("W", "com")
+#: The paper's selection (seed 000, eq. 5).
+PAPER_SELECTION: tuple[str, ...] = ("Lx", "Ly")
+
+
+def selection_matrix(rows: Sequence[str]) -> np.ndarray:
+    """The selection matrix ``S`` (k x 6) picking momentum rows by name (seed 000, eq. 5).
+
+    Args:
+        rows: a non-empty subset of :data:`MOMENTUM_ROWS`, e.g. ``("Lx", "Ly")``.
+
+    Raises:
+        ConfigurationError: an unknown or repeated row name, or no row.
+    """
+    names = list(rows)
+    unknown = [r for r in names if r not in MOMENTUM_ROWS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ConfigurationError(
+            f"selection={names}: expected a non-empty subset of {list(MOMENTUM_ROWS)} "
+            "without repeats, e.g. ['Lx', 'Ly'] (the paper's choice)")
+    ordered = [r for r in MOMENTUM_ROWS if r in names]
+    s = np.zeros((len(ordered), 6))
+    for i, r in enumerate(ordered):
+        s[i, MOMENTUM_ROWS.index(r)] = 1.0
+    return s
+
+
+def selection_rows(rows: Sequence[str]) -> tuple[str, ...]:
+    """The selected row names, validated, in :data:`MOMENTUM_ROWS` order."""
+    s = selection_matrix(rows)
+    return tuple(MOMENTUM_ROWS[int(np.argmax(r))] for r in s)
+
+
+@dataclass(frozen=True)
+class ArmMomentum:
+    """The momentum matrix split by arm (seed 000, eq. 1).
+
+    Attributes:
+        job: ``A_job`` (6 x n_job): ``[P; L]`` per unit job-arm joint velocity.
+        aux: ``A_aux`` (6 x n_aux).
+        com: centre of mass of the whole robot [m] in the world.
+        point: the point [m] (world) the angular rows refer to.
+    """
+
+    job: np.ndarray
+    aux: np.ndarray
+    com: np.ndarray
+    point: np.ndarray
+
+
+def arm_momentum_matrices(
+    model: RobotModel, q: np.ndarray, job_arm: str = "right", reference_point: str = "W",
+) -> ArmMomentum:
+    """``A_job`` and ``A_aux`` at configuration ``q`` about ``W`` or the CoM (seed 000, eq. 1).
+
+    Uses :meth:`RobotModel.momentum_matrix` (pinocchio's centroidal map, shifted).
+
+    Args:
+        model: the humanoid (fixed base, ``world_frame="W"`` recommended).
+        q: configuration (model.nq,).
+        job_arm: ``right`` or ``left``; the other arm is the auxiliary arm.
+        reference_point: ``W`` (angular momentum about the balance frame's
+            origin) or ``com`` (about the centre of mass).
+    """
+    job_group, aux_group = _arm_groups(job_arm)
+    if reference_point not in REFERENCE_POINTS:
+        raise ConfigurationError(
+            f"reference_point={reference_point!r}: expected one of {list(REFERENCE_POINTS)}")
+    com = model.com(q)
+    point = model.frame_transform("W", q)[:3, 3] if reference_point == "W" else com
+    a = model.momentum_matrix(q, point)
+    return ArmMomentum(a[:, model.group_v_index(job_group)], a[:, model.group_v_index(aux_group)],
+                       com, point)
+
+
+def _arm_groups(job_arm: str) -> tuple[str, str]:
+    if job_arm not in ARMS:
+        raise ConfigurationError(f"job_arm={job_arm!r}: expected 'right' or 'left'")
+    aux_arm = "left" if job_arm == "right" else "right"
+    return ARMS[job_arm], ARMS[aux_arm]
+
+
+def damping_squared(sigma_min: float, threshold: float, max_damping: float) -> float:
+    """Squared damping ``lambda^2`` of the singularity-robust inverse (Nakamura & Hanafusa 1986).
+
+    .. math::
+
+        \\lambda^2 = 0 \\text{ if } \\sigma_{min} \\ge \\epsilon, \\quad
+        \\lambda^2 = \\lambda_{max}^2 (1 - (\\sigma_{min} / \\epsilon)^2) \\text{ otherwise}
+
+    so the inverse is the exact pseudo-inverse away from singularities and its
+    gain stays below ``1 / (2 lambda_max)`` at them.
+
+    Args:
+        sigma_min: smallest singular value of the Jacobian.
+        threshold: ``epsilon``, the singular value below which damping starts.
+        max_damping: ``lambda_max``, the damping at the singularity.
+    """
+    if sigma_min >= threshold:
+        return 0.0
+    return max_damping * max_damping * (1.0 - (sigma_min / threshold) ** 2)
+
+
+def damped_least_squares(
+    jacobian: np.ndarray, target: np.ndarray, threshold: float, max_damping: float,
+) -> tuple[np.ndarray, float, float]:
+    """Solve ``J x = target`` by the damped pseudo-inverse ``J^T (J J^T + lambda^2 I)^-1``.
+
+    The damping rule is :func:`damping_squared` on the smallest singular value
+    of ``J`` (m x n, m <= n). Fast path: with ``G = J J^T``,
+    ``sigma_min^2 = lambda_min(G) >= 1 / |G^-1|_F``; when that bound already
+    reaches ``threshold^2`` the rule gives ``lambda = 0`` and ``x = J^T G^-1
+    target`` without an eigen-decomposition (the result is the same).
+
+    Returns:
+        ``x``, ``sigma_min`` (exact, or on the fast path its lower bound
+        ``1 / sqrt(|G^-1|_F)``, itself ``>= threshold``) and ``lambda^2``.
+    """
+    jjt = jacobian @ jacobian.T
+    if threshold > 0:
+        try:
+            inverse = np.linalg.inv(jjt)
+        except np.linalg.LinAlgError:
+            inverse = None
+        if inverse is not None:
+            frobenius2 = float((inverse * inverse).sum())
+            if np.isfinite(frobenius2) and frobenius2 * threshold**4 <= 1.0:
+                return jacobian.T @ (inverse @ target), float(frobenius2 ** -0.25), 0.0
+    eig, vec = np.linalg.eigh(jjt)
+    sigma_min = float(np.sqrt(max(eig[0], 0.0)))
+    lam2 = damping_squared(sigma_min, threshold, max_damping)
+    if lam2 > 0:
+        inv = 1.0 / (eig + lam2)
+    elif eig[0] > 1e-24 * max(float(eig[-1]), 1.0):
+        inv = 1.0 / eig
+    else:  # exact pseudo-inverse at a rank loss (only with threshold = 0)
+        inv = _safe_inverse(eig, 1e-24)
+    y = vec @ (inv * (vec.T @ target))
+    return jacobian.T @ y, sigma_min, lam2
+
+
+def _inside(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
+    """``lower <= x <= upper`` for every entry (plain Python: faster for 7 entries)."""
+    return all(lo <= v <= hi for lo, v, hi in zip(lower.tolist(), x.tolist(), upper.tolist(),
+                                                  strict=True))
+
+
+def _safe_inverse(eig: np.ndarray, tol: float) -> np.ndarray:
+    out = np.zeros_like(eig)
+    keep = eig > tol * max(float(eig[-1]), 1.0)
+    out[keep] = 1.0 / eig[keep]
+    return out
+
+
+def minimum_norm_least_squares(b_matrix: np.ndarray, target: np.ndarray,
+                               rcond: float = 1e-10) -> np.ndarray:
+    """``B^+ target``: the minimum-norm least-squares solution (seed 000, eq. 6's inverse).
+
+    Computed as ``B^T (B B^T)^+ target`` through an eigen-decomposition of the
+    small ``B B^T`` (k x k), dropping eigenvalues below ``rcond^2`` times the
+    largest (rank loss): equal to the Moore-Penrose pseudo-inverse.
+    """
+    gram = b_matrix @ b_matrix.T
+    if gram.shape[0] == 2:  # the paper's S (Lx, Ly): closed form while well conditioned
+        a, b, d = float(gram[0, 0]), float(gram[0, 1]), float(gram[1, 1])
+        det = a * d - b * b
+        if det > (rcond * (a + d)) ** 2 * 4.0:
+            t0, t1 = float(target[0]), float(target[1])
+            y = np.array([(d * t0 - b * t1) / det, (a * t1 - b * t0) / det])
+            return b_matrix.T @ y
+    eig, vec = np.linalg.eigh(gram)
+    inv = _safe_inverse(eig, rcond * rcond)
+    return b_matrix.T @ (vec @ (inv * (vec.T @ target)))
+
+
+@dataclass(frozen=True)
+class BalanceIndicators:
+    """Balance indicators of seed 000, section 3.2, from momentum rates about ``W``.
+
+    Attributes:
+        zmp_shift: ``[dZMPx, dZMPy]`` [m]: ``[-dLy/dt, dLx/dt] / (G + dPz/dt)``.
+        model_zmp: ZMP from motion [m] in ``W`` (seed 001):
+            ``(M g c_xy + [-dLy, dLx]) / (M g + dPz)`` with ``L`` about ``W`` (on the ground).
+        normal_force: ``G + dPz/dt`` [N], the floor's normal force.
+        lift_off_margin: ``G + dPz/dt`` [N]; > 0: the feet stay on the floor.
+        slide_margin: ``mu (G + dPz/dt) - |dP_xy/dt|`` [N]; > 0: no sliding.
+        turn_margin: ``mu C / 2 (G + dPz/dt) - |dLz/dt|`` [N m]; > 0: no turning.
+        turn_torque: ``|dLz/dt|`` [N m].
+        zmp_margin: signed distance [m] of ``model_zmp`` to the support polygon's
+            edge (positive inside), or NaN without a polygon.
+    """
+
+    zmp_shift: np.ndarray
+    model_zmp: np.ndarray
+    normal_force: float
+    lift_off_margin: float
+    slide_margin: float
+    turn_margin: float
+    turn_torque: float
+    zmp_margin: float
+
+    @property
+    def balanced(self) -> bool:
+        """No lift-off, no sliding, no turning, model ZMP inside the polygon (when given)."""
+        inside = not np.isfinite(self.zmp_margin) or self.zmp_margin > 0
+        return bool(self.lift_off_margin > 0 and self.slide_margin > 0
+                    and self.turn_margin > 0 and inside)
+
+
+class ConvexPolygon:
+    """A convex polygon (support polygon) with precomputed edges, for fast margins.
+
+    Args:
+        vertices: (N >= 3, 2) vertices [m], counter-clockwise.
+
+    Raises:
+        ConfigurationError: wrong shape, non-finite, or not counter-clockwise convex.
+    """
+
+    def __init__(self, vertices: np.ndarray) -> None:
+        v = np.asarray(vertices, dtype=float)
+        if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or not np.all(np.isfinite(v)):
+            raise ConfigurationError(
+                f"support polygon has shape {v.shape}, expected (N >= 3, 2) finite vertices [m]")
+        edge = np.roll(v, -1, axis=0) - v
+        length = np.hypot(edge[:, 0], edge[:, 1])
+        if np.any(length <= 0):
+            raise ConfigurationError("support polygon has repeated vertices")
+        # inward unit normals of a counter-clockwise polygon
+        self.normals = np.column_stack([-edge[:, 1], edge[:, 0]]) / length[:, None]
+        self.offsets = np.einsum("ij,ij->i", self.normals, v)
+        cross = edge[:, 0] * np.roll(edge, -1, axis=0)[:, 1] - edge[:, 1] * np.roll(edge, -1, axis=0)[:, 0]
+        if np.any(cross < -1e-12):
+            raise ConfigurationError(
+                "support polygon must be convex and counter-clockwise; got vertices "
+                f"{v.tolist()} (use scipy.spatial.ConvexHull to order them)")
+        self.vertices = v
+        self._edge_lines = [(float(n[0]), float(n[1]), float(o))
+                            for n, o in zip(self.normals, self.offsets, strict=True)]
+        self._edges = edge
+        self._length2 = length * length
+
+    def margin(self, point: np.ndarray) -> float:
+        """Signed distance [m] from ``point`` (2,) to the edge: positive inside."""
+        px, py = float(point[0]), float(point[1])
+        inside = min(nx * px + ny * py - off for nx, ny, off in self._edge_lines)
+        if inside >= 0:
+            return inside
+        rel = point - self.vertices
+        t = np.clip(np.einsum("ij,ij->i", rel, self._edges) / self._length2, 0.0, 1.0)
+        nearest = self.vertices + t[:, None] * self._edges
+        return -float(np.min(np.hypot(*(point - nearest).T)))
+
+
+def polygon_margin(point: np.ndarray, polygon: np.ndarray) -> float:
+    """Signed distance [m] from ``point`` (2,) to the edge of a convex polygon (positive inside).
+
+    ``polygon`` (N x 2) lists the vertices counter-clockwise.
+    """
+    return ConvexPolygon(polygon).margin(np.asarray(point, dtype=float))
+
+
+def support_polygon_from_frames(model: RobotModel, frames: Sequence[str] | None = None,
+                                q: np.ndarray | None = None) -> np.ndarray:
+    """Support polygon (N x 2, counter-clockwise) in ``W``: convex hull of contact frames.
+
+    Args:
+        model: the humanoid (fixed base, ``world_frame="W"``).
+        frames: contact-point frames; default the eight FSR points
+            ``{left,right}_fsr_{0..3}`` (where the soles touch the floor).
+        q: configuration (default neutral: the standing pose).
+    """
+    from scipy.spatial import ConvexHull
+
+    names = list(frames) if frames is not None else [
+        f"{side}_fsr_{i}" for side in ("left", "right") for i in range(4)]
+    cfg = model.neutral() if q is None else q
+    points = np.array([model.frame_transform(f, cfg)[:2, 3] for f in names])
+    w = model.frame_transform("W", cfg)[:2, 3]
+    hull = ConvexHull(points - w)
+    return np.asarray((points - w)[hull.vertices])  # scipy orders 2-D hulls counter-clockwise
+
+
+def balance_indicators(
+    momentum_rate: np.ndarray, *, mass: float, gravity: float, friction_coefficient: float,
+    foot_distance: float, com: np.ndarray, support_polygon: ConvexPolygon | np.ndarray | None = None,
+) -> BalanceIndicators:
+    """Seed-000 balance indicators from ``d[P; L]/dt`` (L about ``W``, the world origin here).
+
+    Args:
+        momentum_rate: ``[dPx, dPy, dPz, dLx, dLy, dLz]/dt`` [N, N m].
+        mass: total mass ``M`` [kg]; ``G = M g``.
+        gravity: ``g`` [m/s^2].
+        friction_coefficient: ``mu``.
+        foot_distance: ``C``, distance between the foot centres [m].
+        com: centre of mass [m] in ``W``.
+        support_polygon: the support polygon in ``W`` (or its vertices, N x 2,
+            counter-clockwise), or None.
+    """
+    g_force = mass * gravity
+    dpx, dpy, dpz, dlx, dly, dlz = (float(x) for x in momentum_rate)
+    normal = g_force + dpz
+    if normal > 0:
+        shift = np.array([-dly / normal, dlx / normal])
+        model_zmp = np.array([(g_force * float(com[0]) - dly) / normal,
+                              (g_force * float(com[1]) + dlx) / normal])
+    else:
+        shift = np.full(2, np.nan)
+        model_zmp = np.full(2, np.nan)
+    slide = friction_coefficient * normal - math.hypot(dpx, dpy)
+    turn_torque = abs(dlz)
+    turn = friction_coefficient * foot_distance / 2.0 * normal - turn_torque
+    if support_polygon is not None and normal > 0:
+        polygon = support_polygon if isinstance(support_polygon, ConvexPolygon) else \
+            ConvexPolygon(support_polygon)
+        margin = polygon.margin(model_zmp)
+    else:
+        margin = float("nan") if support_polygon is None else -math.inf
+    return BalanceIndicators(shift, model_zmp, normal, normal, slide, turn, turn_torque, margin)
+
+
+@dataclass
+class RmcInput:
+    """One control cycle's input.
+
+    Attributes:
+        q: measured configuration (model.nq,) [rad]; the arms' entries are
+            replaced by the controller's own commanded positions, the rest
+            (legs, waist, neck: locked) are taken as measured.
+        job_twist: job hand twist ``[v; w]`` in ``W`` [m/s, rad/s] (velocity of the
+            hand frame's origin, world axes), or None.
+        job_joint_velocities: job arm joint velocities [rad/s] (used when
+            ``job_twist`` is None); None and no twist: the job arm holds still.
+    """
+
+    q: np.ndarray
+    job_twist: np.ndarray | None = None
+    job_joint_velocities: np.ndarray | None = None
+
+
+@dataclass
+class RmcOutput:
+    """One control cycle's result.
+
+    Attributes:
+        names: joint names of the job arm then the aux arm.
+        position: commanded joint positions [rad] at the end of the cycle.
+        velocity: commanded joint velocities [rad/s] for the cycle.
+        job_velocity: job arm joint velocities [rad/s].
+        aux_velocity: aux arm joint velocities [rad/s].
+        momentum: total ``[P; L]`` [N s, N m s] about the reference point.
+        momentum_job: ``A_job qd_job``.
+        momentum_aux: ``A_aux qd_aux``.
+        momentum_rate: ``d[P; L]/dt`` about ``W`` [N, N m] by differencing.
+        selected_momentum: ``S [P; L]`` (zero when balance is exact).
+        twist_error: commanded minus achieved job twist (zeros in joint mode).
+        job_exact: the job arm's command is the exact (damped) solution.
+        balance_exact: the aux arm's command is the exact eq.-6 solution.
+        saturated_joints: joints whose limits changed the command this cycle.
+        acceleration_overridden: joints where the acceleration limit yielded
+            to a position or velocity limit.
+        sigma_min: smallest singular value of the job Jacobian (twist mode),
+            or a lower bound above ``damping_threshold`` (see
+            :func:`damped_least_squares`).
+        damping: ``lambda^2`` used in the job inverse.
+        indicators: balance indicators of this cycle.
+    """
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    job_velocity: np.ndarray
+    aux_velocity: np.ndarray
+    momentum: np.ndarray
+    momentum_job: np.ndarray
+    momentum_aux: np.ndarray
+    momentum_rate: np.ndarray
+    selected_momentum: np.ndarray
+    twist_error: np.ndarray
+    job_exact: bool
+    balance_exact: bool
+    saturated_joints: tuple[str, ...]
+    acceleration_overridden: tuple[str, ...]
+    sigma_min: float
+    damping: float
+    indicators: BalanceIndicators
+
+
+class RmcController:
+    """Resolved momentum control of the two arms (seed 000, eqs. 1-6), limits every cycle.
+
+    Each :meth:`step`:
+
+    1. ``A = computeCentroidalMap(q)``, angular rows shifted to the reference
+       point; the arm columns give ``A_job``, ``A_aux`` (eq. 1).
+    2. Job arm: ``qd_job = J^# [v; w]`` with ``J^#`` the damped pseudo-inverse of
+       :func:`damped_least_squares` (exact pseudo-inverse while the smallest
+       singular value is above ``damping_threshold``), or the given joint
+       velocities.
+    3. Aux arm: ``qd_aux = -(S A_aux)^+ S A_job qd_job`` (eq. 6); with
+       ``secondary`` rows, plus the null-space motion that reduces them.
+    4. Limits: each arm's velocities must lie in the box of
+       :func:`~humanoid_balance.core.joint_limits.velocity_box` (position with
+       ``position_margin``, velocity, acceleration). The job task comes first:
+       when ``qd_job`` leaves its box, the job arm gets the velocities inside
+       the box that best achieve the twist (bounded least squares,
+       ``min |J qd - [v; w]|``; in joint mode the nearest velocities, a clip),
+       the twist error is reported and ``job_exact`` is False. Balance is then
+       solved for the job arm's *actual* velocities; when ``qd_aux`` leaves its
+       box, the aux arm gets the velocities inside the box that minimise
+       ``|S (A_job qd_job + A_aux qd_aux)|`` (bounded least squares), the
+       selected momentum is then not zero and ``balance_exact`` is False. No
+       command ever leaves the boxes, so no position, velocity or acceleration
+       limit is crossed (the acceleration limit yields to the other two only
+       when they cannot be met together, see ``acceleration_overridden``).
+    5. Positions integrate the velocities: ``q_cmd += qd dt``.
+
+    Args:
+        model: the humanoid; a fixed base with ``world_frame="W"``.
+        job_arm: ``right`` or ``left``.
+        selection: the momentum rows held at zero (default the paper's ``Lx, Ly``).
+        reference_point: ``W`` (the paper's) or ``com``.
+        friction_coefficient: ``mu`` between the feet and the floor.
+        foot_distance: ``C``, distance between the foot centres [m].
+        damping_threshold: ``epsilon``, singular value below which the job
+            inverse is damped [m/rad-ish, Jacobian units].
+        max_damping: ``lambda_max`` at a singularity.
+        position_margin: distance kept from every joint's position limits [rad].
+        limits: limits of the arm joints (default: URDF positions and speeds,
+            seed-000 accelerations).
+        support_polygon: vertices (N x 2, counter-clockwise) in ``W`` for the
+            model ZMP's margin, or None.
+        regularisation: weight of the minimum-norm term in the bounded solves.
+        secondary: momentum rows reduced best effort after ``selection`` is held
+            (task priority): ``qd_aux += N z`` with ``N = I - B^+ B`` the null
+            space of ``B = S A_aux`` and ``z`` the minimum-norm least-squares
+            reduction of the secondary rows. When that leaves the limit box, the
+            bounded solve weighs the held rows ``primary_weight`` times more
+            than the secondary ones (held rows then zero to about
+            ``1 / primary_weight`` of the secondary residual, and
+            ``balance_exact`` is False). Empty: off (the paper's method).
+        primary_weight: weight of the held rows over the secondary rows in that
+            bounded solve.
+    """
+
+    def __init__(
+        self,
+        model: RobotModel,
+        *,
+        job_arm: str = "right",
+        selection: Sequence[str] = PAPER_SELECTION,
+        reference_point: str = "W",
+        friction_coefficient: float = 0.3,
+        foot_distance: float = 0.4,
+        damping_threshold: float = 0.02,
+        max_damping: float = 0.05,
+        position_margin: float = 0.0,
+        limits: JointLimits | None = None,
+        support_polygon: np.ndarray | None = None,
+        regularisation: float = 1e-4,
+        secondary: Sequence[str] = (),
+        primary_weight: float = 1e6,
+    ) -> None:
+        if model.floating_base:
+            raise ConfigurationError(
+                "RmcController needs the fixed-base humanoid (legs and waist locked, W on the "
+                "ground): build RobotModel(urdf, world_frame='W')")
+        for label, value, low in (("friction_coefficient", friction_coefficient, 0.0),
+                                  ("foot_distance", foot_distance, 0.0),
+                                  ("damping_threshold", damping_threshold, 0.0),
+                                  ("max_damping", max_damping, 0.0),
+                                  ("position_margin", position_margin, 0.0),
+                                  ("regularisation", regularisation, 0.0)):
+            if not np.isfinite(value) or value < low:
+                raise ConfigurationError(f"{label}={value} must be finite and >= {low}")
+        if reference_point not in REFERENCE_POINTS:
+            raise ConfigurationError(
+                f"reference_point={reference_point!r}: expected one of {list(REFERENCE_POINTS)}")
+        self.model = model
+        self.friction_coefficient = float(friction_coefficient)
+        self.foot_distance = float(foot_distance)
+        self.damping_threshold = float(damping_threshold)
+        self.max_damping = float(max_damping)
+        self.position_margin = float(position_margin)
+        self.regularisation = float(regularisation)
+        self.reference_point = reference_point
+        self.support_polygon: ConvexPolygon | None = (
+            None if support_polygon is None else ConvexPolygon(support_polygon))
+        #: False: the aux arm holds still (no RMC), for comparisons
+        self.balance_enabled = True
+        arm_names = model.group("right_arm") + model.group("left_arm")
+        if limits is None:
+            lower, upper = model.position_limits(arm_names)
+            limits = JointLimits(
+                arm_names, lower, upper, model.velocity_limits(arm_names),
+                np.array([arm_acceleration_limit(n) for n in arm_names]))
+        self._all_limits = limits
+        self._limit_index = {n: i for i, n in enumerate(limits.names)}
+        missing = [n for n in arm_names if n not in self._limit_index]
+        if missing:
+            raise ConfigurationError(f"limits has no entry for arm joints {missing}")
+        # constant parts: welded mass, the W point, sizes
+        self._mass = model.total_mass
+        welded = model.model.inertias[0]
+        self._welded_mass = float(welded.mass)
+        self._welded_lever = np.array(welded.lever)
+        self._w_point = model.frame_transform("W", model.neutral())[:3, 3].copy()
+        self._gravity = model.gravity
+        self._moving_share = (self._mass - self._welded_mass) / self._mass
+        self._welded_part = self._welded_mass * self._welded_lever / self._mass
+        self.job_arm = job_arm
+        self._configure_arms(job_arm)
+        if not np.isfinite(primary_weight) or primary_weight <= 0:
+            raise ConfigurationError(f"primary_weight={primary_weight} must be finite and > 0")
+        self.primary_weight = float(primary_weight)
+        self.selection: tuple[str, ...] = ()
+        self.secondary: tuple[str, ...] = ()
+        self.set_selection(selection, secondary)
+        self._q_cmd: np.ndarray | None = None
+        self._qd_prev = np.zeros(len(self._names))
+        self._h_prev_w = np.zeros(6)
+
+    # --- configuration (between cycles) -------------------------------------
+
+    def _configure_arms(self, job_arm: str) -> None:
+        job_group, aux_group = _arm_groups(job_arm)
+        m = self.model
+        self._job_names = m.group(job_group)
+        self._aux_names = m.group(aux_group)
+        self._names = self._job_names + self._aux_names
+        self._job_v = m.v_index(self._job_names)
+        self._aux_v = m.v_index(self._aux_names)
+        self._arm_v = np.concatenate([self._job_v, self._aux_v])
+        self._arm_q = m.q_index(self._names)
+        self._n_job = len(self._job_names)
+        self._hand_frame = m.frame_id(f"{job_arm}_hand")
+        self._limits = self._all_limits.subset([self._limit_index[n] for n in self._names])
+        self._boxer = VelocityBoxer(self._limits, self.position_margin)
+
+    def set_job_arm(self, job_arm: str) -> None:
+        """Swap the job and aux arms (call between cycles); the commanded state is kept."""
+        if job_arm == self.job_arm:
+            return
+        old_names = self._names
+        old_q = self._q_cmd
+        old_qd = self._qd_prev
+        self._configure_arms(job_arm)
+        self.job_arm = job_arm
+        order = np.array([old_names.index(n) for n in self._names])
+        self._qd_prev = old_qd[order]
+        if old_q is not None:
+            self._q_cmd = old_q[order]
+
+    def set_selection(self, selection: Sequence[str], secondary: Sequence[str] = ()) -> None:
+        """Change the held momentum rows and the secondary ones (call between cycles).
+
+        Raises:
+            ConfigurationError: unknown rows, or a row both held and secondary.
+        """
+        rows = selection_rows(selection)
+        second = selection_rows(secondary) if len(secondary) else ()
+        both = sorted(set(rows) & set(second))
+        if both:
+            raise ConfigurationError(
+                f"rows {both} are both in selection and secondary: a row is either held or "
+                "reduced best effort")
+        self.selection = rows
+        self.secondary = second
+        self._s = selection_matrix(self.selection)
+        self._s_index = np.array([MOMENTUM_ROWS.index(r) for r in self.selection])
+        self._s2_index = np.array([MOMENTUM_ROWS.index(r) for r in second], dtype=int)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Joint names of the outputs: the job arm's, then the aux arm's."""
+        return self._names
+
+    @property
+    def job_names(self) -> tuple[str, ...]:
+        """Joint names of the job arm."""
+        return self._job_names
+
+    @property
+    def aux_names(self) -> tuple[str, ...]:
+        """Joint names of the aux arm."""
+        return self._aux_names
+
+    @property
+    def friction_torque_limit(self) -> float:
+        """``mu C / 2 G`` [N m], the static turning-friction limit (seed 000: 32.34 N m)."""
+        return self.friction_coefficient * self.foot_distance / 2.0 * self._mass * self._gravity
+
+    @property
+    def commanded_positions(self) -> np.ndarray | None:
+        """Commanded arm positions [rad] (job, aux), None before :meth:`reset`."""
+        return None if self._q_cmd is None else self._q_cmd.copy()
+
+    # --- control -----------------------------------------------------------
+
+    def reset(self, q: np.ndarray, arm_velocities: np.ndarray | None = None) -> None:
+        """Start from measured configuration ``q`` (model.nq,), arms at rest unless given.
+
+        Raises:
+            InvalidInputError: ``q`` has the wrong size or is not finite.
+        """
+        q = self._check_q(q)
+        self._q_cmd = q[self._arm_q].copy()
+        self._qd_prev = np.zeros(len(self._names)) if arm_velocities is None else \
+            np.asarray(arm_velocities, dtype=float).copy()
+        cfg = q.copy()
+        a_w = self._momentum_about_w(cfg)[0]
+        self._h_prev_w = a_w @ self._qd_prev
+
+    def _check_q(self, q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.model.nq,):
+            raise InvalidInputError(f"q has shape {q.shape}, expected ({self.model.nq},)")
+        if not np.isfinite(q).all():
+            raise InvalidInputError("q has non-finite entries: no command is computed from it")
+        return q
+
+    def _momentum_about_w(self, cfg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Arm columns (job, aux) of the momentum matrix about W, its CoM-based form and the CoM."""
+        ag = pin.computeCentroidalMap(self.model.model, self.model.data, cfg)
+        arm = ag[:, self._arm_v]
+        c_moving = self.model.data.com[0]
+        com = self._moving_share * c_moving + self._welded_part
+        rx, ry, rz = (float(x) for x in c_moving - self._w_point)
+        skew = np.array([[0.0, -rz, ry], [rz, 0.0, -rx], [-ry, rx, 0.0]])
+        a_w = arm.copy()
+        a_w[3:6] += skew @ arm[0:3]
+        return a_w, arm, com
+
+    def step(self, inputs: RmcInput, dt: float) -> RmcOutput:
+        """One control cycle of ``dt`` [s]; see the class docstring.
+
+        Raises:
+            InvalidInputError: a non-finite or wrongly sized input, or ``dt <= 0``;
+                nothing is commanded and the state is unchanged.
+            ConfigurationError: :meth:`reset` was not called.
+        """
+        if self._q_cmd is None:
+            raise ConfigurationError("RmcController.step before reset(q): call reset first")
+        if not math.isfinite(dt) or dt <= 0:
+            raise InvalidInputError(f"dt={dt} must be a finite period > 0 s")
+        q = self._check_q(inputs.q)
+        twist = inputs.job_twist
+        if twist is not None:
+            twist = np.asarray(twist, dtype=float)
+            if twist.shape != (6,) or not np.isfinite(twist).all():
+                raise InvalidInputError(
+                    f"job_twist={twist}: expected 6 finite values [vx, vy, vz, wx, wy, wz]")
+        joint_v = inputs.job_joint_velocities
+        if twist is None and joint_v is not None:
+            joint_v = np.asarray(joint_v, dtype=float)
+            if joint_v.shape != (self._n_job,) or not np.isfinite(joint_v).all():
+                raise InvalidInputError(
+                    f"job_joint_velocities={joint_v}: expected {self._n_job} finite values")
+
+        cfg = q.copy()
+        cfg[self._arm_q] = self._q_cmd
+        a_w, a_g, com = self._momentum_about_w(cfg)
+        a_ref = a_w if self.reference_point == "W" else a_g
+        nj = self._n_job
+        a_job = a_ref[:, :nj]
+        a_aux = a_ref[:, nj:]
+
+        # job arm (eq. 3)
+        sigma_min = float("nan")
+        lam2 = 0.0
+        jac = None
+        if twist is not None:
+            jac = pin.computeFrameJacobian(self.model.model, self.model.data, cfg, self._hand_frame,
+                                           pin.LOCAL_WORLD_ALIGNED)[:, self._job_v]
+            qd_job, sigma_min, lam2 = damped_least_squares(
+                jac, twist, self.damping_threshold, self.max_damping)
+        elif joint_v is not None:
+            qd_job = joint_v.copy()
+        else:
+            qd_job = np.zeros(nj)
+        box = self._boxer(self._q_cmd, self._qd_prev, dt)
+        lo_job, hi_job = box.lower[:nj], box.upper[:nj]
+        lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
+        job_exact = _inside(qd_job, lo_job, hi_job)
+        if not job_exact:
+            if jac is not None and twist is not None:
+                qd_job = self._bounded_solve(jac, twist, lo_job, hi_job,
+                                             np.clip(qd_job, lo_job, hi_job))
+            qd_job = np.clip(qd_job, lo_job, hi_job)
+
+        # aux arm (eq. 6)
+        s_a_aux = a_aux[self._s_index]
+        s_h_job = a_job[self._s_index] @ qd_job
+        if self.balance_enabled:
+            qd_aux = -minimum_norm_least_squares(s_a_aux, s_h_job)
+            if self._s2_index.size:
+                qd_aux = qd_aux + self._secondary_step(s_a_aux, a_aux, a_job, qd_job, qd_aux)
+        else:
+            qd_aux = np.zeros(len(self._aux_names))
+        balance_exact = _inside(qd_aux, lo_aux, hi_aux)
+        if not balance_exact:
+            if self.balance_enabled:
+                a_rows, b_rows = s_a_aux, -s_h_job
+                if self._s2_index.size:
+                    w = self.primary_weight
+                    a_rows = np.vstack([w * s_a_aux, a_aux[self._s2_index]])
+                    b_rows = np.concatenate([-w * s_h_job, -a_job[self._s2_index] @ qd_job])
+                qd_aux = self._bounded_solve(a_rows, b_rows, lo_aux, hi_aux,
+                                             np.zeros(len(qd_aux)))
+            qd_aux = np.clip(qd_aux, lo_aux, hi_aux)
+
+        qd = np.concatenate([qd_job, qd_aux])
+        saturated: tuple[str, ...] = ()
+        if not (job_exact and balance_exact):
+            at_bound = (qd <= box.lower + 1e-12) | (qd >= box.upper - 1e-12)
+            saturated = tuple(n for n, b in zip(self._names, at_bound, strict=True) if b)
+        overridden: tuple[str, ...] = ()
+        if box.acceleration_overridden.any():
+            overridden = tuple(n for n, o in zip(self._names, box.acceleration_overridden,
+                                                 strict=True) if o)
+
+        h_job = a_job @ qd_job
+        h_aux = a_aux @ qd_aux
+        h = h_job + h_aux
+        h_w = h if a_ref is a_w else a_w @ qd
+        rate = (h_w - self._h_prev_w) / dt
+        twist_error = np.zeros(6) if jac is None or twist is None else twist - jac @ qd_job
+        indicators = balance_indicators(
+            rate, mass=self._mass, gravity=self._gravity,
+            friction_coefficient=self.friction_coefficient, foot_distance=self.foot_distance,
+            com=com - self._w_point, support_polygon=self.support_polygon)
+
+        # commit the cycle
+        self._q_cmd = self._q_cmd + qd * dt
+        self._qd_prev = qd
+        self._h_prev_w = h_w
+        return RmcOutput(
+            names=self._names, position=self._q_cmd.copy(), velocity=qd, job_velocity=qd_job,
+            aux_velocity=qd_aux, momentum=h, momentum_job=h_job, momentum_aux=h_aux,
+            momentum_rate=rate, selected_momentum=h[self._s_index], twist_error=twist_error,
+            job_exact=job_exact, balance_exact=balance_exact, saturated_joints=saturated,
+            acceleration_overridden=overridden, sigma_min=sigma_min, damping=lam2,
+            indicators=indicators)
+
+    def _secondary_step(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
+                        qd_job: np.ndarray, qd_aux: np.ndarray) -> np.ndarray:
+        """``N z``: the null-space motion of the held rows that best cancels the secondary rows."""
+        n = s_a_aux.shape[1]
+        b_pinv = np.column_stack([minimum_norm_least_squares(s_a_aux, e)
+                                  for e in np.eye(s_a_aux.shape[0])])
+        null = np.eye(n) - b_pinv @ s_a_aux
+        a2 = a_aux[self._s2_index]
+        residual = a2 @ qd_aux + a_job[self._s2_index] @ qd_job
+        z = -minimum_norm_least_squares(a2 @ null, residual)
+        return np.asarray(null @ z)
+
+    def _bounded_solve(self, a: np.ndarray, b: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                       prior: np.ndarray) -> np.ndarray:
+        """``min |a x - b|^2 + rho^2 |x - prior|^2`` subject to ``lower <= x <= upper`` (BVLS)."""
+        n = a.shape[1]
+        rho = self.regularisation
+        stacked = np.vstack([a, rho * np.eye(n)])
+        target = np.concatenate([b, rho * prior])
+        if np.any(upper - lower <= 0):
+            # fixed joints: solve for the free ones only
+            free = upper - lower > 0
+            x = lower.copy()
+            if np.any(free):
+                sub = stacked[:, free]
+                rhs = target - stacked[:, ~free] @ lower[~free]
+                x[free] = lsq_linear(sub, rhs, bounds=(lower[free], upper[free]), method="bvls").x
+            return x
+        return np.asarray(lsq_linear(stacked, target, bounds=(lower, upper), method="bvls").x)

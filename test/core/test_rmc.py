@@ -1,0 +1,389 @@
+"""Resolved momentum control (seed 000): momentum matrices, solves, limits, indicators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from humanoid_balance.core.joint_limits import JointLimits, stopping_speed, velocity_box
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.rmc import (
+    ConvexPolygon,
+    RmcController,
+    RmcInput,
+    arm_momentum_matrices,
+    balance_indicators,
+    damped_least_squares,
+    damping_squared,
+    minimum_norm_least_squares,
+    selection_matrix,
+    support_polygon_from_frames,
+)
+from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
+from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+from humanoid_balance.resources import urdf_path
+
+DT = 0.002
+POSE = {"right_shoulder_pitch": -0.4, "right_shoulder_roll": -0.2, "right_elbow": 0.9,
+        "right_wrist_pitch": 0.2, "left_shoulder_pitch": -0.2, "left_shoulder_roll": 0.3,
+        "left_elbow": 0.6, "left_shoulder_yaw": 0.1, "waist_pitch": 0.05, "left_knee": 0.02}
+
+
+@pytest.fixture(scope="module")
+def model() -> RobotModel:
+    """The humanoid, fixed base, world at W."""
+    return RobotModel(urdf_path("humanoid"), world_frame="W")
+
+
+@pytest.fixture(scope="module")
+def q_pose(model: RobotModel) -> np.ndarray:
+    """A generic configuration with bent arms."""
+    return model.configuration(POSE)
+
+
+def _strike_setup(model: RobotModel) -> tuple[StrikeTrajectory, np.ndarray]:
+    trajectory = StrikeTrajectory(model)
+    pose = {**dict(zip(trajectory.joint_names, trajectory.initial, strict=True)),
+            **arm_pose("left", AUX_START_DEG)}
+    return trajectory, model.configuration(pose)
+
+
+def _body_momentum_about_origin(model: RobotModel, q: np.ndarray, v: np.ndarray,
+                                h: float = 1e-6) -> np.ndarray:
+    """[P; L] about the world origin by central finite differences of body poses (no Jacobians)."""
+    data = model.model.createData()
+
+    def poses(qq: np.ndarray) -> list[pin.SE3]:
+        pin.forwardKinematics(model.model, data, qq)
+        return [pin.SE3(data.oMi[j]) for j in range(1, model.model.njoints)]
+
+    before = poses(pin.integrate(model.model, q, -h * v))
+    after = poses(pin.integrate(model.model, q, h * v))
+    now = poses(q)
+    p_total = np.zeros(3)
+    l_total = np.zeros(3)
+    for j, (m_b, m_a, m_n) in enumerate(zip(before, after, now, strict=True), start=1):
+        inertia = model.model.inertias[j]
+        c_b = m_b.act(inertia.lever)
+        c_a = m_a.act(inertia.lever)
+        c_n = m_n.act(inertia.lever)
+        c_dot = (c_a - c_b) / (2 * h)
+        omega = pin.log3(m_a.rotation @ m_b.rotation.T) / (2 * h)
+        p = inertia.mass * c_dot
+        p_total += p
+        l_total += np.cross(c_n, p) + m_n.rotation @ inertia.inertia @ m_n.rotation.T @ omega
+    return np.concatenate([p_total, l_total])
+
+
+# --- momentum matrices -----------------------------------------------------------------
+
+
+def test_paper_selection_matrix_is_eq5() -> None:
+    """S for (Lx, Ly) is the paper's eq. 5 matrix."""
+    expected = np.array([[0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 1, 0]], dtype=float)
+    assert np.array_equal(selection_matrix(["Lx", "Ly"]), expected)
+
+
+def test_selection_rejects_unknown_rows() -> None:
+    """An unknown row name raises ConfigurationError naming the allowed rows."""
+    with pytest.raises(ConfigurationError, match=r"expected a non-empty subset of \['Px', 'Py', "
+                       r"'Pz', 'Lx', 'Ly', 'Lz'\] without repeats"):
+        selection_matrix(["Lx", "Mz"])
+
+
+def test_arm_momentum_about_w_matches_finite_differences(model: RobotModel,
+                                                         q_pose: np.ndarray) -> None:
+    """A_job qd_job + A_aux qd_aux about W equals [P; L] from finite differences of body poses."""
+    rng = np.random.default_rng(1)
+    arms = arm_momentum_matrices(model, q_pose, "right", "W")
+    qd_job, qd_aux = rng.normal(size=7), rng.normal(size=7)
+    v = np.zeros(model.nv)
+    v[model.group_v_index("right_arm")] = qd_job
+    v[model.group_v_index("left_arm")] = qd_aux
+    reference = _body_momentum_about_origin(model, q_pose, v)  # W is the world origin
+    assert np.allclose(arms.job @ qd_job + arms.aux @ qd_aux, reference, atol=1e-6)
+
+
+def test_arm_momentum_about_com_shifts_by_c_cross_p(model: RobotModel, q_pose: np.ndarray) -> None:
+    """L about the CoM equals L about W minus (c - w) x P (the reference-point parameter)."""
+    w = arm_momentum_matrices(model, q_pose, "right", "W")
+    g = arm_momentum_matrices(model, q_pose, "right", "com")
+    qd = np.linspace(-1.0, 1.0, 7)
+    h_w, h_g = w.job @ qd, g.job @ qd
+    assert np.allclose(h_g[3:], h_w[3:] - np.cross(g.com - w.point, h_w[:3]), atol=1e-12)
+
+
+def test_linear_momentum_is_mass_times_com_velocity(model: RobotModel, q_pose: np.ndarray) -> None:
+    """P = M dc/dt with dc/dt by finite differences of the CoM (job arm columns)."""
+    arms = arm_momentum_matrices(model, q_pose, "left", "W")
+    qd = np.array([0.5, -0.3, 0.2, 0.8, -0.1, 0.4, 0.3])
+    v = np.zeros(model.nv)
+    v[model.group_v_index("left_arm")] = qd
+    h = 1e-6
+    c_dot = (model.com(pin.integrate(model.model, q_pose, h * v))
+             - model.com(pin.integrate(model.model, q_pose, -h * v))) / (2 * h)
+    assert np.allclose((arms.job @ qd)[:3], model.total_mass * c_dot, atol=1e-6)
+
+
+# --- solves ------------------------------------------------------------------------------
+
+
+def test_damping_is_zero_above_the_threshold() -> None:
+    """lambda^2 = 0 when sigma_min >= epsilon (exact pseudo-inverse)."""
+    assert damping_squared(0.05, 0.02, 0.05) == 0.0
+
+
+def test_damping_is_maximal_at_a_singularity() -> None:
+    """lambda^2 = lambda_max^2 when sigma_min = 0."""
+    assert damping_squared(0.0, 0.02, 0.05) == pytest.approx(0.0025)
+
+
+def test_damped_solve_is_exact_away_from_singularities() -> None:
+    """J x = target holds to 1e-12 for a well-conditioned 6 x 7 J."""
+    rng = np.random.default_rng(3)
+    jac = rng.normal(size=(6, 7))
+    target = rng.normal(size=6)
+    x, _, lam2 = damped_least_squares(jac, target, 0.02, 0.05)
+    assert lam2 == 0.0
+    assert np.allclose(jac @ x, target, atol=1e-12)
+
+
+def test_damped_solve_stays_bounded_at_a_singularity() -> None:
+    """At a rank-deficient J the damped solution stays below |target| / (2 lambda_max) per mode."""
+    jac = np.zeros((6, 7))
+    jac[:5, :5] = np.eye(5)  # sixth row lost
+    target = np.ones(6)
+    x, sigma_min, lam2 = damped_least_squares(jac, target, 0.02, 0.05)
+    assert sigma_min == 0.0 and lam2 == pytest.approx(0.0025)
+    assert np.all(np.isfinite(x)) and np.linalg.norm(x) < 10.0
+
+
+def test_minimum_norm_solution_equals_pinv() -> None:
+    """B^+ b from the eigen-decomposition equals numpy's pinv, also at rank loss."""
+    rng = np.random.default_rng(4)
+    b_matrix = rng.normal(size=(3, 7))
+    b_matrix[2] = b_matrix[0] + b_matrix[1]  # rank 2
+    target = rng.normal(size=3)
+    assert np.allclose(minimum_norm_least_squares(b_matrix, target),
+                       np.linalg.pinv(b_matrix) @ target, atol=1e-10)
+
+
+# --- the controller along the strike ----------------------------------------------------------
+
+
+def test_selected_momentum_stays_zero_along_the_strike(model: RobotModel) -> None:
+    """S [P; L] about W, recomputed by pinocchio from the commands, stays < 1e-9 along the motion."""
+    trajectory, q0 = _strike_setup(model)
+    controller = RmcController(model)
+    controller.reset(q0)
+    worst = 0.0
+    for k in range(int(1.5 / DT)):
+        q = q0.copy()
+        q[model.q_index(controller.names)] = controller.commanded_positions
+        out = controller.step(RmcInput(q0, job_joint_velocities=trajectory.sample(k * DT).velocity),
+                              DT)
+        v = np.zeros(model.nv)
+        v[model.v_index(out.names)] = out.velocity
+        h = model.momentum(q, v, point=np.zeros(3))
+        worst = max(worst, abs(h[3]), abs(h[4]))
+        assert out.balance_exact and out.job_exact
+    assert worst < 1e-9
+
+
+def test_any_selection_is_held_at_zero(model: RobotModel, q_pose: np.ndarray) -> None:
+    """With S = (Px, Lz) the selected total momentum is zero for a job-arm motion within limits."""
+    controller = RmcController(model, selection=("Px", "Lz"))
+    controller.reset(q_pose)
+    for k in range(50):
+        qd = 0.5 * np.sin(np.pi * k / 50) * np.array([1.0, 0.2, 0.0, -0.8, 0.0, 0.0, 0.3])
+        out = controller.step(RmcInput(q_pose, job_joint_velocities=qd), DT)
+        assert out.balance_exact
+        assert np.max(np.abs(out.selected_momentum)) < 1e-9
+
+
+def test_job_twist_is_tracked_exactly_while_no_limit_is_active(model: RobotModel,
+                                                               q_pose: np.ndarray) -> None:
+    """J qd_job equals the commanded twist (to 1e-9) in every cycle with no active limit."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    fid = model.frame_id("right_hand")
+    exact = 0
+    for k in range(200):
+        s = np.sin(np.pi * k / 200)
+        twist = s * np.array([0.15, 0.05, 0.1, 0.0, 0.2, 0.0])
+        q = q_pose.copy()
+        q[model.q_index(controller.names)] = controller.commanded_positions
+        out = controller.step(RmcInput(q_pose, job_twist=twist), DT)
+        jac = pin.computeFrameJacobian(model.model, model.model.createData(), q, fid,
+                                       pin.LOCAL_WORLD_ALIGNED)[:, model.v_index(controller.job_names)]
+        if out.job_exact:
+            exact += 1
+            assert np.allclose(jac @ out.job_velocity, twist, atol=1e-9)
+    assert exact == 200
+
+
+def test_limits_are_never_exceeded(model: RobotModel, q_pose: np.ndarray) -> None:
+    """Driven hard into its limits, no arm joint leaves its position, speed or acceleration limit."""
+    margin = 0.02
+    controller = RmcController(model, position_margin=margin, selection=("Lx", "Ly", "Lz"))
+    controller.reset(q_pose)
+    names = controller.names
+    lower, upper = model.position_limits(names)
+    vmax = model.velocity_limits(names)
+    from humanoid_balance.core.joint_limits import arm_acceleration_limit
+
+    amax = np.array([arm_acceleration_limit(n) for n in names])
+    previous = np.zeros(len(names))
+    saturated_seen = False
+    for k in range(600):
+        twist = np.array([2.0, -1.5, 1.5, 3.0, -2.0, 2.0]) * (1 if (k // 150) % 2 == 0 else -1)
+        out = controller.step(RmcInput(q_pose, job_twist=twist), DT)
+        saturated_seen |= bool(out.saturated_joints)
+        assert np.all(out.position >= lower + margin - 1e-12)
+        assert np.all(out.position <= upper - margin + 1e-12)
+        assert np.all(np.abs(out.velocity) <= vmax + 1e-12)
+        assert np.all(np.abs(out.velocity - previous) <= amax * DT + 1e-9)
+        previous = out.velocity
+    assert saturated_seen
+
+
+def test_saturation_is_reported(model: RobotModel, q_pose: np.ndarray) -> None:
+    """A job joint velocity beyond the speed limit is clipped and reported with the joint's name."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    out = controller.step(RmcInput(q_pose, job_joint_velocities=np.array(
+        [20.0, 0, 0, 0, 0, 0, 0])), DT)
+    assert not out.job_exact
+    assert "right_shoulder_pitch" in out.saturated_joints
+
+
+def test_balance_off_keeps_the_aux_arm_still(model: RobotModel, q_pose: np.ndarray) -> None:
+    """balance_enabled=False commands zero aux velocities (the no-RMC comparison)."""
+    controller = RmcController(model)
+    controller.balance_enabled = False
+    controller.reset(q_pose)
+    out = controller.step(RmcInput(q_pose, job_joint_velocities=np.full(7, 0.01)), DT)
+    assert np.all(out.aux_velocity == 0.0)
+
+
+def test_step_before_reset_is_refused(model: RobotModel, q_pose: np.ndarray) -> None:
+    """step() before reset() raises ConfigurationError with the fix in the message."""
+    with pytest.raises(ConfigurationError, match=r"call reset first"):
+        RmcController(model).step(RmcInput(q_pose), DT)
+
+
+def test_nan_twist_is_refused_and_changes_nothing(model: RobotModel, q_pose: np.ndarray) -> None:
+    """A NaN twist raises InvalidInputError and leaves the commanded state unchanged."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    before = controller.commanded_positions
+    with pytest.raises(InvalidInputError, match=r"expected 6 finite values"):
+        controller.step(RmcInput(q_pose, job_twist=np.array([np.nan, 0, 0, 0, 0, 0])), DT)
+    assert np.array_equal(controller.commanded_positions, before)
+
+
+def test_job_arm_swap_reorders_outputs(model: RobotModel, q_pose: np.ndarray) -> None:
+    """set_job_arm('left') puts the left arm first in the outputs."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    controller.set_job_arm("left")
+    out = controller.step(RmcInput(q_pose), DT)
+    assert out.names[0] == "left_shoulder_pitch" and out.names[7] == "right_shoulder_pitch"
+
+
+# --- joint limits ------------------------------------------------------------------------------
+
+
+def test_stopping_speed_stops_within_the_distance() -> None:
+    """Braking at a from v_stop(d) in steps of dt travels at most d."""
+    a, dt, d = 50.0, 0.002, 0.1
+    v = float(stopping_speed(np.array([d]), np.array([a]), dt)[0])
+    travelled = 0.0
+    while v > 0:
+        travelled += v * dt
+        v -= a * dt
+    assert travelled <= d + 1e-12
+
+
+def test_velocity_box_yields_acceleration_to_position() -> None:
+    """A joint too fast to brake before its limit gets the position-safe speed, flagged."""
+    limits = JointLimits(("j",), np.array([-1.0]), np.array([1.0]), np.array([10.0]),
+                         np.array([1.0]))
+    box = velocity_box(limits, np.array([0.999]), np.array([5.0]), 0.002)
+    assert box.acceleration_overridden[0]
+    assert box.upper[0] * 0.002 <= 0.001 + 1e-12
+
+
+# --- balance indicators ----------------------------------------------------------------------------
+
+
+def test_zmp_shift_follows_the_paper_formula() -> None:
+    """dZMPx = -dLy/(G + dPz), dZMPy = dLx/(G + dPz) (seed 000, section 3.2)."""
+    rate = np.array([0.0, 0.0, 10.0, 3.0, -6.0, 0.0])
+    ind = balance_indicators(rate, mass=55.0, gravity=9.81, friction_coefficient=0.3,
+                             foot_distance=0.4, com=np.zeros(3))
+    g = 55.0 * 9.81 + 10.0
+    assert np.allclose(ind.zmp_shift, [6.0 / g, 3.0 / g])
+
+
+def test_turn_limit_is_the_papers_32_34_nm() -> None:
+    """mu C/2 G with M = 55 kg, g = 9.8, mu = 0.3, C = 0.4 m is 32.34 N m (seed 000)."""
+    ind = balance_indicators(np.zeros(6), mass=55.0, gravity=9.8, friction_coefficient=0.3,
+                             foot_distance=0.4, com=np.zeros(3))
+    assert ind.turn_margin == pytest.approx(32.34)
+
+
+def test_sliding_margin_uses_horizontal_force() -> None:
+    """slide margin = mu (G + dPz) - |dP_xy|."""
+    ind = balance_indicators(np.array([30.0, 40.0, 0.0, 0, 0, 0]), mass=10.0, gravity=10.0,
+                             friction_coefficient=0.5, foot_distance=0.4, com=np.zeros(3))
+    assert ind.slide_margin == pytest.approx(0.5 * 100.0 - 50.0)
+
+
+def test_polygon_margin_is_signed() -> None:
+    """Inside: distance to the nearest edge (positive); outside: minus the distance."""
+    square = ConvexPolygon(np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]]))
+    assert square.margin(np.array([0.5, 0.0])) == pytest.approx(0.5)
+    assert square.margin(np.array([2.0, 2.0])) == pytest.approx(-np.sqrt(2.0))
+
+
+def test_support_polygon_covers_both_soles(model: RobotModel) -> None:
+    """The FSR support polygon spans both feet (y from -0.25 to 0.25 m) and x of the pads."""
+    poly = support_polygon_from_frames(model)
+    assert np.min(poly[:, 1]) == pytest.approx(-0.25) and np.max(poly[:, 1]) == pytest.approx(0.25)
+    assert np.max(np.abs(poly[:, 0])) == pytest.approx(0.09)
+
+
+# --- secondary rows (task priority) -------------------------------------------------------------
+
+
+def test_secondary_row_is_cancelled_when_the_limits_allow(model: RobotModel, q_pose: np.ndarray) -> None:
+    """With Lz secondary and a slow job motion, Lx, Ly and Lz all stay zero (null-space solution)."""
+    controller = RmcController(model, secondary=("Lz",))
+    controller.reset(q_pose)
+    for k in range(40):
+        qd = 0.2 * np.sin(np.pi * k / 40) * np.array([1.0, 0.0, 0.0, -0.5, 0.0, 0.0, 0.0])
+        out = controller.step(RmcInput(q_pose, job_joint_velocities=qd), DT)
+        assert out.balance_exact
+        assert np.max(np.abs(out.momentum[3:6])) < 1e-9
+
+
+def test_secondary_rows_keep_the_held_rows_at_zero_along_the_strike(model: RobotModel) -> None:
+    """Along the 1.8 m/s strike with Lz secondary, Lx and Ly stay below 1e-9 N m s."""
+    trajectory, q0 = _strike_setup(model)
+    controller = RmcController(model, secondary=("Lz",))
+    controller.reset(q0)
+    worst = 0.0
+    for k in range(int(1.4 / DT)):
+        out = controller.step(
+            RmcInput(q0, job_joint_velocities=trajectory.sample(k * DT).velocity), DT)
+        worst = max(worst, float(np.max(np.abs(out.selected_momentum))))
+    assert worst < 1e-9
+
+
+def test_a_row_cannot_be_held_and_secondary() -> None:
+    """selection and secondary sharing Lx is refused with the overlapping row named."""
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    with pytest.raises(ConfigurationError, match=r"rows \['Lx'\] are both in selection and secondary"):
+        RmcController(model, secondary=("Lx", "Lz"))

@@ -1,0 +1,318 @@
+"""The arm_balance lifecycle node in-process on loopback DDS: lifecycle, bad input, runtime changes."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+ARM_POSE = {  # bent elbows: away from the straight-arm singularity
+    "right_shoulder_pitch": -0.3, "right_elbow": 0.8, "left_shoulder_pitch": -0.3,
+    "left_elbow": 0.8,
+}
+
+
+class Harness:
+    """The node under test plus a probe node publishing inputs and recording outputs."""
+
+    def __init__(self, context: Any, overrides: dict[str, Any] | None = None) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import TwistStamped
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64
+
+        from humanoid_balance.core.model import RobotModel
+        from humanoid_balance.nodes.arm_balance import ArmBalanceNode
+        from humanoid_balance.resources import urdf_path
+
+        self.model = RobotModel(urdf_path("humanoid"), world_frame="W")
+        params = [Parameter(k, value=v) for k, v in (overrides or {}).items()]
+        self.node = ArmBalanceNode(context=context, parameter_overrides=params)
+        self.probe = rclpy.create_node("arm_balance_probe", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.commands: list[Any] = []
+        self.diagnostics: list[Any] = []
+        self.probe.create_subscription(JointState, "/arm_balance/command", self.commands.append, 50)
+        self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 50)
+        self.pub_joints = self.probe.create_publisher(JointState, "/joint_states", 10)
+        self.pub_twist = self.probe.create_publisher(TwistStamped, "/arm_balance/job_twist", 10)
+        self.pub_margin = self.probe.create_publisher(Float64, "/zmp/stability_margin", 10)
+        self.joint_names = list(self.model.joint_names)
+        self.positions = np.array([ARM_POSE.get(n, 0.0) for n in self.joint_names])
+        self.publish_joints = True
+        self.drop_joint: str | None = None
+        self.twist: tuple[str, list[float]] | None = None
+        self.margin: float | None = None
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+        """Spin both nodes, publishing the inputs every 2 ms; stop early when ``until()``."""
+        from geometry_msgs.msg import TwistStamped
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.publish_joints:
+                msg = JointState()
+                msg.header.stamp = self.probe.get_clock().now().to_msg()
+                keep = [i for i, n in enumerate(self.joint_names) if n != self.drop_joint]
+                msg.name = [self.joint_names[i] for i in keep]
+                msg.position = [float(self.positions[i]) for i in keep]
+                self.pub_joints.publish(msg)
+            if self.twist is not None:
+                t = TwistStamped()
+                t.header.frame_id = self.twist[0]
+                (t.twist.linear.x, t.twist.linear.y, t.twist.linear.z, t.twist.angular.x,
+                 t.twist.angular.y, t.twist.angular.z) = self.twist[1]
+                self.pub_twist.publish(t)
+            if self.margin is not None:
+                self.pub_margin.publish(Float64(data=self.margin))
+            self.executor.spin_once(timeout_sec=0.002)
+            if until is not None and until():
+                return True
+        return until() if until is not None else True
+
+    def activate(self) -> None:
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        assert self.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert self.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+
+    def last_diagnostic(self) -> Any:
+        return self.diagnostics[-1].status[0]
+
+    def diagnostics_mention(self, text: str) -> bool:
+        return any(text in s.message for d in self.diagnostics for s in d.status)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+
+@pytest.fixture
+def harness(rclpy_context: Any) -> Iterator[Harness]:
+    """A configured-and-ready harness (the node is unconfigured)."""
+    h = Harness(rclpy_context)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def test_configure_refuses_an_unknown_job_arm(rclpy_context: Any) -> None:
+    """configure fails on job_arm='middle' (validated parameter)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context, {"job_arm": "middle"})
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def test_free_floating_mode_is_refused_with_a_reason(rclpy_context: Any) -> None:
+    """mode=free_floating fails configure (not wired into this node) instead of running ground RMC."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context, {"mode": "free_floating"})
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def test_no_command_before_activation(harness: Harness) -> None:
+    """A configured but inactive node publishes no command."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    assert harness.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(0.3)
+    assert harness.commands == []
+
+
+def test_active_node_follows_the_twist_for_both_arms(harness: Harness) -> None:
+    """Once active, commands name both arms (job first) and the job arm moves with the twist."""
+    harness.activate()
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    assert harness.spin(2.0, lambda: len(harness.commands) > 50)
+    last = harness.commands[-1]
+    assert list(last.name)[:7] == [f"right_{j}" for j in (
+        "shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_yaw", "wrist_roll",
+        "wrist_pitch")]
+    assert np.linalg.norm(np.asarray(last.velocity)[:7]) > 0.05
+
+
+def test_deactivate_publishes_a_zero_velocity_hold(harness: Harness) -> None:
+    """deactivate sends one command with zero velocities for both arms, then nothing more."""
+    harness.activate()
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(2.0, lambda: len(harness.commands) > 20)
+    harness.node.trigger_deactivate()
+    harness.spin(0.2)
+    count = len(harness.commands)
+    assert np.all(np.asarray(harness.commands[-1].velocity) == 0.0)
+    harness.spin(0.3)
+    assert len(harness.commands) == count
+
+
+def test_nan_twist_stops_the_job_arm(harness: Harness) -> None:
+    """A twist with a NaN is ignored: the job arm decelerates to zero and diagnostics say why."""
+    harness.activate()
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(2.0, lambda: len(harness.commands) > 20)
+    harness.twist = ("W", [math.nan, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(1.0)
+    assert np.all(np.isfinite(np.asarray(harness.commands[-1].position)))
+    assert np.allclose(np.asarray(harness.commands[-1].velocity)[:7], 0.0, atol=1e-9)
+    assert harness.diagnostics_mention("non-finite")
+
+
+def test_twist_in_unknown_frame_is_ignored(harness: Harness) -> None:
+    """A twist in frame 'base_link' moves nothing and diagnostics name the expected frame."""
+    harness.activate()
+    harness.twist = ("base_link", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    text = "job twist in frame 'base_link', expected 'W'"
+    assert harness.spin(2.0, lambda: len(harness.commands) > 20 and harness.diagnostics_mention(text))
+    assert np.allclose(np.asarray(harness.commands[-1].velocity), 0.0, atol=1e-12)
+
+
+def test_joint_states_missing_an_arm_joint_give_no_command(harness: Harness) -> None:
+    """Without right_elbow in /joint_states nothing is commanded and diagnostics say which joint."""
+    harness.drop_joint = "right_elbow"
+    harness.activate()
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(0.6)
+    assert harness.commands == []
+    assert harness.diagnostics_mention("joint states lack arm joints ['right_elbow']")
+
+
+def test_stale_joint_states_hold_the_arms(harness: Harness) -> None:
+    """When /joint_states stops, one zero-velocity hold is sent, then no command; diagnostics say why."""
+    harness.activate()
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(2.0, lambda: len(harness.commands) > 20)
+    harness.publish_joints = False
+    harness.spin(0.3)
+    count = len(harness.commands)
+    assert np.all(np.asarray(harness.commands[-1].velocity) == 0.0)
+    harness.spin(0.3)
+    assert len(harness.commands) == count
+    assert harness.diagnostics_mention("older than joint_state_timeout")
+
+
+def test_job_arm_changes_at_run_time(harness: Harness) -> None:
+    """Setting job_arm=left at run time succeeds and the next commands list the left arm first."""
+    from rclpy.parameter import Parameter
+
+    harness.activate()
+    harness.spin(2.0, lambda: len(harness.commands) > 5)
+    result = harness.node.set_parameters([Parameter("job_arm", value="left")])[0]
+    assert result.successful
+    harness.commands.clear()
+    harness.spin(2.0, lambda: len(harness.commands) > 5)
+    assert harness.commands[-1].name[0] == "left_shoulder_pitch"
+
+
+def test_bad_selection_is_rejected_with_a_reason(harness: Harness) -> None:
+    """selection=['Lq'] is refused at run time with a reason naming the allowed rows."""
+    from rclpy.parameter import Parameter
+
+    harness.activate()
+    result = harness.node.set_parameters([Parameter("selection", value=["Lq"])])[0]
+    assert not result.successful
+    assert "expected a non-empty subset of ['Px', 'Py', 'Pz', 'Lx', 'Ly', 'Lz']" in result.reason
+
+
+def test_low_measured_margin_holds_the_job_arm(harness: Harness) -> None:
+    """A measured stability margin under guard_hold_margin stops the job arm; diagnostics say so."""
+    harness.activate()
+    harness.twist = ("W", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
+    harness.spin(2.0, lambda: len(harness.commands) > 20)
+    harness.margin = 0.0
+    harness.spin(1.0)
+    assert np.allclose(np.asarray(harness.commands[-1].velocity)[:7], 0.0, atol=1e-9)
+    assert harness.diagnostics_mention("holding the job arm")
+
+
+def test_package_config_file_configures_the_node(rclpy_context: Any, repo_root: Any) -> None:
+    """config/arm_balance.yaml holds only declared, valid parameters: configure succeeds with it."""
+    import yaml
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    params = yaml.safe_load((repo_root / "config" / "arm_balance.yaml").read_text())
+    h = Harness(rclpy_context, params["arm_balance"]["ros__parameters"])
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    finally:
+        h.close()
+
+
+def test_loop_timing_goes_to_diagnostics(harness: Harness) -> None:
+    """Diagnostics carry the loop period, overrun count and step time while commanding."""
+    harness.activate()
+    keys_needed = {"period_ms_mean", "period_ms_max", "overruns", "step_us_median"}
+
+    def has_timing() -> bool:
+        return any(keys_needed <= {kv.key for kv in s.values}
+                   for d in harness.diagnostics for s in d.status)
+
+    assert harness.spin(3.0, has_timing)
+
+
+def test_selection_changes_at_run_time_between_cycles(harness: Harness) -> None:
+    """selection=['Lx','Ly','Lz'] at run time succeeds and shows in the diagnostics."""
+    from rclpy.parameter import Parameter
+
+    harness.activate()
+    harness.spin(2.0, lambda: len(harness.commands) > 5)
+    result = harness.node.set_parameters([Parameter("selection", value=["Lx", "Ly", "Lz"])])[0]
+    assert result.successful
+
+    def shows_new_selection() -> bool:
+        return any(kv.key == "selection" and kv.value == "Lx,Ly,Lz"
+                   for d in harness.diagnostics for s in d.status for kv in s.values)
+
+    assert harness.spin(3.0, shows_new_selection)
+
+
+def test_secondary_overlapping_selection_is_rejected(harness: Harness) -> None:
+    """secondary='Lx' while Lx is held is refused with the overlapping row named."""
+    from rclpy.parameter import Parameter
+
+    harness.activate()
+    result = harness.node.set_parameters([Parameter("secondary", value="Lx")])[0]
+    assert not result.successful
+    assert result.reason == "rows ['Lx'] would be both in selection and secondary"
+
+
+def test_job_joint_velocities_naming_other_joints_are_ignored(harness: Harness) -> None:
+    """Job joint velocities for the left arm while the right arm is the job arm move nothing."""
+    from sensor_msgs.msg import JointState
+
+    pub = harness.probe.create_publisher(JointState, "/arm_balance/job_joint_velocities", 10)
+    harness.activate()
+    msg = JointState()
+    msg.name = [f"left_{j}" for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow",
+                                      "wrist_yaw", "wrist_roll", "wrist_pitch")]
+    msg.velocity = [0.2] * 7
+    text = "job joint velocities must name exactly"
+
+    def done() -> bool:
+        pub.publish(msg)
+        return len(harness.commands) > 20 and harness.diagnostics_mention(text)
+
+    assert harness.spin(3.0, done)
+    assert np.allclose(np.asarray(harness.commands[-1].velocity), 0.0, atol=1e-12)
