@@ -39,7 +39,7 @@ fi
 
 export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 export FASTDDS_DEFAULT_PROFILES_FILE="$PWD/config/fastdds_loopback.xml"
-export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT  # not LOCALHOST: see humanoid_balance/ros_env.py
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( 1 + $$ % 100 ))}"
 export MPLBACKEND=Agg
 

@@ -103,3 +103,11 @@ def test_bad_commands_are_ignored_and_the_simulation_runs_on(
     node.destroy_node()
     assert moved
     assert sim_process.poll() is None, "the simulation process died"
+
+
+def test_the_simulation_binds_udp_only_on_loopback(sim_process: subprocess.Popen[bytes]) -> None:
+    """The mujoco_sim process holds no UDP socket outside 127.0.0.0/8 and ::1."""
+    from humanoid_balance.ros_env import non_loopback_udp_sockets
+
+    assert sim_process.poll() is None
+    assert non_loopback_udp_sockets(sim_process.pid) == []
