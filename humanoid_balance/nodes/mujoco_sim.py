@@ -97,6 +97,10 @@ class MujocoSimNode(Node):
         self.declare_parameter("joint_friction", 0.0, d(description="Coulomb friction, N m"))
         self.declare_parameter("friction", 0.3, d(description="foot-floor friction coefficient"))
         self.declare_parameter("seed", 0)
+        self.declare_parameter("initial_joint_names", [""],
+                               d(description="joints to start away from zero"))
+        self.declare_parameter("initial_joint_positions", [0.0],
+                               d(description="their start positions, rad"))
         self.declare_parameter("duration", 0.0,
                                d(description="stop after this sim time, s (0 = run)"))
         p = self.get_parameter
@@ -112,6 +116,14 @@ class MujocoSimNode(Node):
             seed=int(p("seed").value),
         )
         self.humanoid = self.sim if isinstance(self.sim, HumanoidSim) else None
+        names = [n for n in p("initial_joint_names").value if n]
+        positions = list(p("initial_joint_positions").value)
+        if names:
+            if len(positions) != len(names):
+                raise HumanoidBalanceError(
+                    f"initial_joint_names has {len(names)} names but initial_joint_positions "
+                    f"{len(positions)} values")
+            self.sim.reset(dict(zip(names, (float(v) for v in positions), strict=True)))
         self.real_time_factor = float(p("real_time_factor").value)
         rate = float(p("publish_rate").value)
         self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
