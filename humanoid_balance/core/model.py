@@ -242,6 +242,31 @@ class RobotModel:
         """Effort limits in [N m] of the named joints."""
         return np.array(self.model.effortLimit[self.v_index(names)])
 
+    def link_inertial(self, link: str) -> tuple[float, np.ndarray]:
+        """Mass [kg] and centre of mass [m] in the link frame, as the URDF gives them.
+
+        Pinocchio merges links on fixed joints into their parent body; this reads
+        the one link's own ``<inertial>`` (zero mass when it has none).
+
+        Raises:
+            UnknownFrameError: the URDF has no such link.
+        """
+        import xml.etree.ElementTree as ET
+
+        root = ET.parse(self.urdf_path).getroot()
+        for element in root.findall("link"):
+            if element.get("name") != link:
+                continue
+            inertial = element.find("inertial")
+            if inertial is None:
+                return 0.0, np.zeros(3)
+            mass_el = inertial.find("mass")
+            mass = float(mass_el.get("value", "0")) if mass_el is not None else 0.0
+            origin = inertial.find("origin")
+            xyz = origin.get("xyz", "0 0 0") if origin is not None else "0 0 0"
+            return mass, np.array([float(v) for v in xyz.split()])
+        raise UnknownFrameError(link, self.name)
+
     # --- kinematics -----------------------------------------------------------
 
     def frame_id(self, frame: str) -> int:

@@ -1,0 +1,464 @@
+"""Zero-moment point (ZMP) from foot sensors and from motion (seed 001: Kajita, ch. 3).
+
+Conventions: a foot wrench is the one the foot exerts on the leg through the
+sensor, expressed in the sensor frame, with the torque about the sensor origin
+(standing gives ``fz > 0``): the ground reaction as the sensor sees it. Sole
+frames have their origin on the sole surface, z up. All lengths in [m], forces
+in [N], torques in [N m].
+
+Equations (seed 001):
+
+- eq. 3.24/3.25, a 6-axis sensor with its origin at ``p_s`` (any pose) above a
+  sole whose surface is the plane z = 0 of the sole frame: with the wrench
+  ``(f, tau)`` moved to the sole frame, ``tau_o = tau + p_s x f`` and
+
+  .. math:: p_x = -\\tau_{o,y} / f_z, \\qquad p_y = \\tau_{o,x} / f_z
+
+  (on the sole's z axis at height ``d`` this is ``p_x = (-tau_y - f_x d) / f_z``,
+  ``p_y = (tau_x - f_y d) / f_z``);
+- eq. 3.26, N force sensors at ``p_j`` measuring ``f_j``:
+  ``p_x = sum(p_jx f_jz - p_jz f_jx) / sum(f_jz)`` (and y alike); for one-axis
+  FSRs on the sole this is ``p = sum(p_j f_j) / sum(f_j)``;
+- eq. 3.27, both feet: ``p = (p_R f_Rz + p_L f_Lz) / (f_Rz + f_Lz)`` in the world;
+- eq. 3.73/3.74, from the momentum rates (the model ZMP; may leave the polygon):
+  ``p_x = (M g x + p_z dP_x - dL_y) / (M g + dP_z)``,
+  ``p_y = (M g y + p_z dP_y + dL_x) / (M g + dP_z)``, with ``L`` about the
+  world origin and ``p_z`` the ground height.
+
+Nothing here divides by a force below the contact threshold: a foot out of
+contact has no ZMP (``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.spatial import ConvexHull
+
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+
+SIDES = ("left", "right")
+#: gravity [m/s^2] by name, for the ``gravity`` parameters of the nodes
+GRAVITY = {"earth": 9.81, "moon": 9.81 / 6.0, "mars": 3.71}
+
+
+# --- one foot ------------------------------------------------------------------
+
+
+def wrench_in_sole(
+    force_in_sensor: np.ndarray, torque_in_sensor: np.ndarray, sensor_in_sole: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move a wrench from the sensor frame to the sole frame (torque about the sole origin).
+
+    Args:
+        force_in_sensor: force (3,) [N] in the sensor frame.
+        torque_in_sensor: torque (3,) [N m] about the sensor origin, in the sensor frame.
+        sensor_in_sole: homogeneous transform sole <- sensor (4 x 4).
+    """
+    rotation = sensor_in_sole[:3, :3]
+    origin = sensor_in_sole[:3, 3]
+    force = rotation @ force_in_sensor
+    torque = rotation @ torque_in_sensor + np.cross(origin, force)
+    return force, torque
+
+
+def zmp_from_wrench(force_in_sole: np.ndarray, torque_in_sole: np.ndarray) -> np.ndarray:
+    """ZMP (3,) on the sole surface (z = 0 of the sole frame) from a wrench about the sole origin.
+
+    Seed 001, eq. 3.24/3.25. The caller checks the normal force against the contact threshold.
+
+    Raises:
+        InvalidInputError: the normal force is not positive.
+    """
+    fz = float(force_in_sole[2])
+    if not fz > 0.0:
+        raise InvalidInputError(f"normal force {fz} N: a ZMP needs a positive normal force")
+    return np.array([-torque_in_sole[1] / fz, torque_in_sole[0] / fz, 0.0])
+
+
+def zmp_from_ft_sensor(
+    force_in_sensor: np.ndarray, torque_in_sensor: np.ndarray, sensor_in_sole: np.ndarray
+) -> np.ndarray:
+    """ZMP (3,) in the sole frame from a 6-axis sensor at any pose (eq. 3.24/3.25)."""
+    force, torque = wrench_in_sole(force_in_sensor, torque_in_sensor, sensor_in_sole)
+    return zmp_from_wrench(force, torque)
+
+
+def zmp_from_force_sensors(positions: np.ndarray, forces: np.ndarray) -> np.ndarray:
+    """ZMP (3,) on the plane z = 0 from N force sensors (eq. 3.26).
+
+    Args:
+        positions: (N, 3) sensor points, or (N, 2) points on the plane.
+        forces: (N, 3) force vectors, or (N,) normal forces of one-axis sensors (FSRs).
+
+    Raises:
+        InvalidInputError: shapes differ or the total normal force is not positive.
+    """
+    pts = np.asarray(positions, dtype=float)
+    f = np.asarray(forces, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] not in (2, 3) or len(pts) == 0:
+        raise InvalidInputError(f"positions.shape={pts.shape}: expected (N, 2) or (N, 3)")
+    if pts.shape[1] == 2:
+        pts = np.column_stack([pts, np.zeros(len(pts))])
+    if f.ndim == 1:
+        f = np.column_stack([np.zeros((len(f), 2)), f])
+    if f.shape != pts.shape:
+        raise InvalidInputError(f"forces.shape={f.shape} does not match positions.shape={pts.shape}")
+    total = float(f[:, 2].sum())
+    if not total > 0.0:
+        raise InvalidInputError(f"total normal force {total} N: a ZMP needs a positive total")
+    px = float((pts[:, 0] * f[:, 2] - pts[:, 2] * f[:, 0]).sum()) / total
+    py = float((pts[:, 1] * f[:, 2] - pts[:, 2] * f[:, 1]).sum()) / total
+    return np.array([px, py, 0.0])
+
+
+def combine_feet(zmps_in_world: Sequence[np.ndarray], normal_forces: Sequence[float]) -> np.ndarray:
+    """ZMP of several feet in contact (eq. 3.27): the normal-force-weighted mean.
+
+    Raises:
+        InvalidInputError: no foot, or the total normal force is not positive.
+    """
+    if len(zmps_in_world) == 0 or len(zmps_in_world) != len(normal_forces):
+        raise InvalidInputError(
+            f"{len(zmps_in_world)} ZMPs for {len(normal_forces)} forces: need one per foot, >= 1")
+    f = np.asarray(normal_forces, dtype=float)
+    total = float(f.sum())
+    if not total > 0.0:
+        raise InvalidInputError(f"total normal force {total} N: a ZMP needs a positive total")
+    return (np.asarray(zmps_in_world, dtype=float) * f[:, None]).sum(axis=0) / total
+
+
+def model_zmp(
+    mass: float, com: np.ndarray, dP: np.ndarray, dL: np.ndarray, gravity: float = 9.81,
+    ground_height: float = 0.0,
+) -> np.ndarray | None:
+    """ZMP (3,) from the momentum rates (eq. 3.73/3.74); None when ``M g + dPz <= 0`` (no contact).
+
+    Args:
+        mass: total mass M [kg].
+        com: centre of mass (3,) [m] in the world.
+        dP: rate of linear momentum (3,) [N].
+        dL: rate of angular momentum about the world origin (3,) [N m].
+        gravity: g [m/s^2] (Earth 9.81, Moon 9.81/6, Mars 3.71).
+        ground_height: p_z, the height of the floor [m].
+    """
+    vertical = mass * gravity + float(dP[2])
+    if not vertical > 0.0:
+        return None
+    px = (mass * gravity * com[0] + ground_height * dP[0] - dL[1]) / vertical
+    py = (mass * gravity * com[1] + ground_height * dP[1] + dL[0]) / vertical
+    return np.array([px, py, ground_height])
+
+
+# --- support polygon -------------------------------------------------------------
+
+
+def support_polygon(points_xy: np.ndarray) -> np.ndarray:
+    """Convex hull (M, 2) of ground points, counter-clockwise (scipy's Qhull).
+
+    Raises:
+        InvalidInputError: fewer than three points or all on a line.
+    """
+    pts = np.asarray(points_xy, dtype=float)[:, :2]
+    if len(pts) < 3:
+        raise InvalidInputError(f"{len(pts)} points: a support polygon needs at least 3")
+    try:
+        hull = ConvexHull(pts)
+    except Exception as exc:  # scipy raises QhullError (not exported before 1.7)
+        raise InvalidInputError(f"the points span no area: {exc}") from exc
+    return pts[hull.vertices]  # counter-clockwise in 2-D
+
+
+def stability_margin(point_xy: np.ndarray, polygon: np.ndarray) -> float:
+    """Signed distance [m] from a point to the edge of a convex CCW polygon: positive inside."""
+    p = np.asarray(point_xy, dtype=float)[:2]
+    a = polygon
+    b = np.roll(polygon, -1, axis=0)
+    edge = b - a
+    length = np.linalg.norm(edge, axis=1)
+    # inward normal of a CCW polygon: the edge turned left
+    rel = p - a
+    signed = (edge[:, 0] * rel[:, 1] - edge[:, 1] * rel[:, 0]) / length
+    if np.all(signed >= 0.0):
+        return float(signed.min())
+    t = np.clip((rel * edge).sum(axis=1) / (length**2), 0.0, 1.0)
+    closest = a + t[:, None] * edge
+    return -float(np.linalg.norm(closest - p, axis=1).min())
+
+
+# --- contact --------------------------------------------------------------------
+
+
+class ContactDetector:
+    """Contact of one foot from its normal force, with hysteresis.
+
+    A foot comes into contact when its normal force reaches ``threshold`` [N]
+    (a force exactly at the threshold counts as contact) and leaves it when the
+    force falls below ``threshold - hysteresis``.
+    """
+
+    def __init__(self, threshold: float = 20.0, hysteresis: float = 5.0) -> None:
+        if not np.isfinite(threshold) or threshold <= 0:
+            raise ConfigurationError(f"contact threshold={threshold} N must be > 0")
+        if not np.isfinite(hysteresis) or not 0 <= hysteresis < threshold:
+            raise ConfigurationError(
+                f"hysteresis={hysteresis} N must be >= 0 and below the threshold {threshold} N")
+        self.threshold = threshold
+        self.hysteresis = hysteresis
+        self.in_contact = False
+
+    def reset(self) -> None:
+        """Out of contact."""
+        self.in_contact = False
+
+    def step(self, normal_force: float) -> bool:
+        """Update with a normal force [N]; True while in contact."""
+        if self.in_contact:
+            self.in_contact = normal_force >= self.threshold - self.hysteresis
+        else:
+            self.in_contact = normal_force >= self.threshold
+        return self.in_contact
+
+
+# --- the estimator ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FootGeometry:
+    """What the estimator knows of one foot, all from the URDF.
+
+    Attributes:
+        sensor_in_sole: sole <- F/T sensor transform (4 x 4).
+        sole_corners: (K, 2) corners of the sole in the sole frame [m].
+        fsr_positions: (N, 2) FSR points in the sole frame [m] (may be empty).
+        mass_below_sensor: mass of the foot between the sensor and the ground [kg].
+        com_below_sensor_in_sensor: its centre of mass in the sensor frame [m].
+    """
+
+    sensor_in_sole: np.ndarray
+    sole_corners: np.ndarray
+    fsr_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    mass_below_sensor: float = 0.0
+    com_below_sensor_in_sensor: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+
+@dataclass
+class FootSample:
+    """One foot's reading: a wrench (sensor frame) or FSR forces, and the sole pose in the world."""
+
+    sole_in_world: np.ndarray
+    force_in_sensor: np.ndarray | None = None
+    torque_in_sensor: np.ndarray | None = None
+    fsr_forces: np.ndarray | None = None
+
+
+@dataclass
+class ZmpOutput:
+    """The estimate at one sample.
+
+    Attributes:
+        zmp_in_world: two-foot ZMP (3,) or None when no foot is in contact.
+        foot_zmps_in_world: per foot, its ZMP or None (not in contact).
+        normal_forces: per foot, the ground's normal force [N] after foot-weight compensation.
+        contacts: per foot, in contact or not.
+        polygon: the support polygon (M, 2) of the feet in contact, or None.
+        margin: signed stability margin [m] of the ZMP, or None.
+    """
+
+    zmp_in_world: np.ndarray | None
+    foot_zmps_in_world: dict[str, np.ndarray | None]
+    normal_forces: dict[str, float]
+    contacts: dict[str, bool]
+    polygon: np.ndarray | None
+    margin: float | None
+
+
+class ZmpEstimator:
+    """ZMP, support polygon and stability margin from the two feet's sensors.
+
+    Args:
+        feet: geometry of each foot by side (``left``, ``right``).
+        sensor_type: ``ft`` (6-axis sensors) or ``fsr`` (one-axis force sensors).
+        contact_threshold: normal force [N] at which a foot is in contact.
+        hysteresis: [N] below the threshold before a foot leaves contact.
+        gravity: g [m/s^2], to compensate the foot weight below an F/T sensor.
+    """
+
+    def __init__(
+        self,
+        feet: Mapping[str, FootGeometry],
+        *,
+        sensor_type: str = "ft",
+        contact_threshold: float = 20.0,
+        hysteresis: float = 5.0,
+        gravity: float = 9.81,
+    ) -> None:
+        if sensor_type not in ("ft", "fsr"):
+            raise ConfigurationError(f"sensor_type={sensor_type!r}: expected 'ft' or 'fsr'")
+        if not feet:
+            raise ConfigurationError("no foot given")
+        if sensor_type == "fsr":
+            for side, foot in feet.items():
+                if len(foot.fsr_positions) == 0:
+                    raise ConfigurationError(f"sensor_type='fsr' but foot {side!r} has no FSR positions")
+        if not np.isfinite(gravity) or gravity < 0:
+            raise ConfigurationError(f"gravity={gravity} must be finite and >= 0 m/s^2")
+        self.feet = dict(feet)
+        self.sensor_type = sensor_type
+        self.gravity = gravity
+        self.contacts = {side: ContactDetector(contact_threshold, hysteresis) for side in self.feet}
+        self.offsets = {side: np.zeros(6) for side in self.feet}
+        self._hull_key: tuple[tuple[str, ...], bytes] | None = None
+        self._hull: np.ndarray | None = None
+
+    def reset(self) -> None:
+        """Forget the contact states (offsets are kept)."""
+        for detector in self.contacts.values():
+            detector.reset()
+        self._hull_key = None
+
+    # --- F/T offsets --------------------------------------------------------------
+
+    def foot_weight_wrench(self, side: str, sensor_in_world_rotation: np.ndarray) -> np.ndarray:
+        """Wrench (6,) the unloaded foot's weight puts on its sensor, in the sensor frame."""
+        foot = self.feet[side]
+        weight_in_sensor = sensor_in_world_rotation.T @ np.array(
+            [0.0, 0.0, -foot.mass_below_sensor * self.gravity])
+        torque = np.cross(foot.com_below_sensor_in_sensor, weight_in_sensor)
+        return np.concatenate([weight_in_sensor, torque])
+
+    def zero(self, side: str, force: np.ndarray, torque: np.ndarray, sole_in_world: np.ndarray,
+             max_load: float = 10.0) -> np.ndarray:
+        """Take the sensor offsets of an unloaded foot: the reading less the foot's own weight.
+
+        Args:
+            max_load: [N] the most the reading's normal force may differ from the foot weight.
+
+        Raises:
+            InvalidInputError: the foot carries load (it must be lifted to zero its sensor).
+        """
+        rotation = (sole_in_world @ self.feet[side].sensor_in_sole)[:3, :3]
+        expected = self.foot_weight_wrench(side, rotation)
+        measured = np.concatenate([force, torque])
+        if not np.all(np.isfinite(measured)):
+            raise InvalidInputError(f"{side} foot: the wrench is not finite, cannot zero")
+        offset = measured - expected
+        world_load = float((rotation @ offset[:3])[2])
+        if abs(world_load) > max_load:
+            raise InvalidInputError(
+                f"{side} foot carries {world_load:.1f} N beyond its own weight (limit {max_load} N): "
+                "lift the foot before zeroing its sensor")
+        self.offsets[side] = offset
+        return offset.copy()
+
+    # --- the estimate ----------------------------------------------------------------
+
+    def _foot_ground_wrench(self, side: str, sample: FootSample) -> tuple[np.ndarray, np.ndarray]:
+        """Ground reaction about the sole origin, in the sole frame, foot weight removed."""
+        foot = self.feet[side]
+        assert sample.force_in_sensor is not None and sample.torque_in_sensor is not None
+        measured = np.concatenate([sample.force_in_sensor, sample.torque_in_sensor]) - self.offsets[side]
+        rotation = (sample.sole_in_world @ foot.sensor_in_sole)[:3, :3]
+        ground = measured - self.foot_weight_wrench(side, rotation)
+        return wrench_in_sole(ground[:3], ground[3:], foot.sensor_in_sole)
+
+    def step(self, samples: Mapping[str, FootSample]) -> ZmpOutput:
+        """The ZMP of one sample of both feet.
+
+        Raises:
+            InvalidInputError: a foot is missing, an input is not finite or has a wrong shape.
+        """
+        zmps: dict[str, np.ndarray | None] = {}
+        forces: dict[str, float] = {}
+        contacts: dict[str, bool] = {}
+        for side in self.feet:
+            if side not in samples:
+                raise InvalidInputError(f"no sample for the {side} foot")
+            sample = samples[side]
+            pose = np.asarray(sample.sole_in_world, dtype=float)
+            if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
+                raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
+            if self.sensor_type == "ft":
+                if sample.force_in_sensor is None or sample.torque_in_sensor is None:
+                    raise InvalidInputError(f"{side} foot: an F/T estimator needs force and torque")
+                if not (np.all(np.isfinite(sample.force_in_sensor))
+                        and np.all(np.isfinite(sample.torque_in_sensor))):
+                    raise InvalidInputError(f"{side} foot: the wrench is not finite")
+                force, torque = self._foot_ground_wrench(side, sample)
+                normal = float(force[2])
+                in_contact = self.contacts[side].step(normal)
+                local = zmp_from_wrench(force, torque) if in_contact else None
+            else:
+                fsr = np.asarray(sample.fsr_forces if sample.fsr_forces is not None else [], dtype=float)
+                positions = self.feet[side].fsr_positions
+                if fsr.shape != (len(positions),):
+                    raise InvalidInputError(
+                        f"{side} foot: {fsr.size} FSR forces for {len(positions)} FSR positions")
+                if not np.all(np.isfinite(fsr)):
+                    raise InvalidInputError(f"{side} foot: an FSR force is not finite")
+                normal = float(fsr.sum())
+                in_contact = self.contacts[side].step(normal)
+                local = zmp_from_force_sensors(positions, fsr) if in_contact else None
+            forces[side] = normal
+            contacts[side] = in_contact
+            zmps[side] = None if local is None else (pose @ np.append(local, 1.0))[:3]
+        touching = [s for s in self.feet if contacts[s]]
+        if not touching:
+            return ZmpOutput(None, zmps, forces, contacts, None, None)
+        zmp = combine_feet([zmps[s] for s in touching],  # type: ignore[misc]
+                           [forces[s] for s in touching])
+        polygon = self._polygon(touching, samples)
+        return ZmpOutput(zmp, zmps, forces, contacts, polygon, stability_margin(zmp[:2], polygon))
+
+    def _polygon(self, touching: list[str], samples: Mapping[str, FootSample]) -> np.ndarray:
+        corners = []
+        for side in touching:
+            pose = np.asarray(samples[side].sole_in_world, dtype=float)
+            local = self.feet[side].sole_corners
+            corners.append(local @ pose[:2, :2].T + pose[:2, 3])
+        points = np.vstack(corners)
+        # the hull only changes when the contact set changes or a corner moves 0.1 mm
+        key = (tuple(touching), np.round(points / 1e-4).astype(np.int64).tobytes())
+        if key != self._hull_key or self._hull is None:
+            self._hull = support_polygon(points)
+            self._hull_key = key
+        return self._hull
+
+
+def foot_geometry_from_model(
+    model: RobotModel,
+    *,
+    sensor_frame: str,
+    sole_frame: str,
+    foot_link: str,
+    sole_corners: np.ndarray,
+    fsr_positions: np.ndarray | None = None,
+) -> FootGeometry:
+    """A foot's geometry from the robot model at its neutral configuration.
+
+    Args:
+        model: the robot model (the sensor, sole and foot link are rigidly attached).
+        sensor_frame: the F/T sensor frame.
+        sole_frame: the sole frame (origin on the sole surface, z up).
+        foot_link: the link between the sensor and the ground, whose weight the sensor carries.
+        sole_corners: (K, 2) sole corners in the sole frame [m].
+        fsr_positions: (N, 2) FSR points in the sole frame [m].
+    """
+    q = model.neutral()
+    sole = model.frame_transform(sole_frame, q)
+    sensor = model.frame_transform(sensor_frame, q)
+    link = model.frame_transform(foot_link, q)
+    mass, com_in_link = model.link_inertial(foot_link)
+    com_in_sensor = (np.linalg.inv(sensor) @ link @ np.append(com_in_link, 1.0))[:3]
+    corners = np.asarray(sole_corners, dtype=float).reshape(-1, 2)
+    fsr = np.zeros((0, 2)) if fsr_positions is None else np.asarray(fsr_positions, float).reshape(-1, 2)
+    return FootGeometry(
+        sensor_in_sole=np.linalg.inv(sole) @ sensor,
+        sole_corners=corners,
+        fsr_positions=fsr,
+        mass_below_sensor=mass,
+        com_below_sensor_in_sensor=com_in_sensor,
+    )

@@ -1,0 +1,207 @@
+"""core/zmp.py against seed 001's equations, hand-worked cases and an independent CoP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.zmp import (
+    ContactDetector,
+    FootGeometry,
+    FootSample,
+    ZmpEstimator,
+    combine_feet,
+    foot_geometry_from_model,
+    model_zmp,
+    stability_margin,
+    support_polygon,
+    zmp_from_force_sensors,
+    zmp_from_ft_sensor,
+)
+from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+from humanoid_balance.resources import urdf_path
+
+SOLE = np.array([[0.11, 0.06], [-0.11, 0.06], [-0.11, -0.06], [0.11, -0.06]])
+
+
+def _translation(x: float, y: float, z: float) -> np.ndarray:
+    t = np.eye(4)
+    t[:3, 3] = [x, y, z]
+    return t
+
+
+def _rot_z(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    t = np.eye(4)
+    t[:2, :2] = [[c, -s], [s, c]]
+    return t
+
+
+def _wrench_at(point: np.ndarray, forces: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Resultant force and torque about ``point`` of point forces (all in one frame)."""
+    return forces.sum(axis=0), np.cross(points - point, forces).sum(axis=0)
+
+
+def test_ft_sensor_on_the_sole_axis_is_kajitas_eq_3_25() -> None:
+    """Sensor d above the sole: px = (-ty - fx d)/fz, py = (tx - fy d)/fz (hand-worked numbers)."""
+    d = 0.05
+    f = np.array([10.0, -4.0, 300.0])
+    t = np.array([6.0, -9.0, 1.0])
+    zmp = zmp_from_ft_sensor(f, t, _translation(0, 0, d))
+    assert zmp == pytest.approx([(9.0 - 10.0 * d) / 300.0, (6.0 + 4.0 * d) / 300.0, 0.0])
+
+
+def test_ft_sensor_5_cm_up_2_cm_aside_equals_the_cop_of_the_contact_forces() -> None:
+    """A sensor 5 cm above and 2 cm lateral: the ZMP equals the CoP of the distributed forces."""
+    rng = np.random.default_rng(0)
+    points = np.column_stack([rng.uniform(-0.1, 0.1, 30), rng.uniform(-0.05, 0.05, 30), np.zeros(30)])
+    forces = np.column_stack([rng.normal(0, 5, 30), rng.normal(0, 5, 30), rng.uniform(1, 20, 30)])
+    cop = (points * forces[:, 2:3]).sum(axis=0) / forces[:, 2].sum()
+    sensor_in_sole = _rot_z(0.3) @ _translation(0.0, 0.02, 0.05)
+    sensor_in_sole[:3, 3] = [0.0, 0.02, 0.05]
+    f_sole, t_sensor_sole = _wrench_at(sensor_in_sole[:3, 3], forces, points)
+    rot = sensor_in_sole[:3, :3]
+    zmp = zmp_from_ft_sensor(rot.T @ f_sole, rot.T @ t_sensor_sole, sensor_in_sole)
+    assert zmp[:2] == pytest.approx(cop[:2], abs=1e-12)
+
+
+def test_fsr_zmp_is_the_force_weighted_mean() -> None:
+    """Four FSRs: p = sum(p_j f_j) / sum(f_j) (hand-worked)."""
+    positions = np.array([[0.09, 0.05], [0.09, -0.05], [-0.09, 0.05], [-0.09, -0.05]])
+    zmp = zmp_from_force_sensors(positions, np.array([10.0, 30.0, 10.0, 50.0]))
+    assert zmp == pytest.approx([(0.09 * 40 - 0.09 * 60) / 100, (0.05 * 20 - 0.05 * 80) / 100, 0.0])
+
+
+def test_three_axis_sensors_above_the_plane_use_eq_3_26() -> None:
+    """3-axis sensors off the plane: the tangential forces' moment enters as eq. 3.26 says."""
+    positions = np.array([[0.1, 0.0, 0.01], [-0.1, 0.0, 0.01]])
+    forces = np.array([[5.0, 0.0, 100.0], [5.0, 0.0, 100.0]])
+    zmp = zmp_from_force_sensors(positions, forces)
+    assert zmp[0] == pytest.approx((0.1 * 100 - 0.01 * 5 - 0.1 * 100 - 0.01 * 5) / 200)
+
+
+def test_two_feet_combine_by_normal_force() -> None:
+    """eq. 3.27: p = (p_R f_R + p_L f_L) / (f_R + f_L)."""
+    p = combine_feet([np.array([0.0, 0.2, 0.0]), np.array([0.1, -0.2, 0.0])], [100.0, 300.0])
+    assert p == pytest.approx([0.075, -0.1, 0.0])
+
+
+def test_model_zmp_at_rest_is_the_com_projection_and_shifts_with_dL() -> None:
+    """eq. 3.73/3.74: at rest the CoM's projection; dLy = +M g 0.01 moves px by -1 cm."""
+    mass, g = 55.0, 9.81
+    com = np.array([0.02, -0.01, 0.9])
+    assert model_zmp(mass, com, np.zeros(3), np.zeros(3), g)[:2] == pytest.approx(com[:2])
+    shifted = model_zmp(mass, com, np.zeros(3), np.array([0.0, mass * g * 0.01, 0.0]), g)
+    assert shifted[0] == pytest.approx(0.01)
+    assert model_zmp(mass, com, np.array([0, 0, -mass * g]), np.zeros(3), g) is None
+
+
+def test_model_zmp_on_the_moon_uses_lunar_gravity() -> None:
+    """With g = 9.81/6 the same dL moves the ZMP six times as far."""
+    mass, com, dl = 55.0, np.zeros(3), np.array([0.0, 10.0, 0.0])
+    earth = model_zmp(mass, com, np.zeros(3), dl, 9.81)
+    moon = model_zmp(mass, com, np.zeros(3), dl, 9.81 / 6)
+    assert moon[0] == pytest.approx(6 * earth[0])
+
+
+def test_margin_is_positive_inside_negative_outside() -> None:
+    """The margin is the distance to the nearest edge inside, minus the distance outside."""
+    polygon = support_polygon(SOLE)
+    assert stability_margin(np.array([0.0, 0.0]), polygon) == pytest.approx(0.06)
+    assert stability_margin(np.array([0.10, 0.0]), polygon) == pytest.approx(0.01)
+    assert stability_margin(np.array([0.14, 0.0]), polygon) == pytest.approx(-0.03)
+    assert stability_margin(np.array([0.14, 0.10]), polygon) == pytest.approx(-0.05)
+
+
+def test_contact_at_exactly_the_threshold_counts_and_hysteresis_holds() -> None:
+    """A foot exactly at the threshold is in contact; it leaves only below threshold - hysteresis."""
+    detector = ContactDetector(20.0, 5.0)
+    assert detector.step(19.999) is False
+    assert detector.step(20.0) is True
+    assert detector.step(16.0) is True
+    assert detector.step(14.999) is False
+
+
+def test_contact_detector_refuses_bad_thresholds() -> None:
+    """A hysteresis larger than the threshold is a configuration error."""
+    with pytest.raises(ConfigurationError, match="hysteresis=30"):
+        ContactDetector(20.0, 30.0)
+
+
+def _feet() -> dict[str, FootGeometry]:
+    return {side: FootGeometry(sensor_in_sole=_translation(0, 0, 0.05), sole_corners=SOLE)
+            for side in ("left", "right")}
+
+
+def _standing(left_fz: float, right_fz: float, cop_left_x: float = 0.0) -> dict[str, FootSample]:
+    return {
+        "left": FootSample(_translation(0, 0.2, 0), np.array([0, 0, left_fz]),
+                           np.array([0.0, -cop_left_x * left_fz, 0.0])),
+        "right": FootSample(_translation(0, -0.2, 0), np.array([0, 0, right_fz]), np.zeros(3)),
+    }
+
+
+def test_single_support_equals_the_supporting_foot() -> None:
+    """One foot unloaded: the ZMP is the other foot's and the polygon is that sole alone."""
+    estimator = ZmpEstimator(_feet())
+    out = estimator.step(_standing(0.0, 500.0))
+    assert out.contacts == {"left": False, "right": True}
+    assert out.zmp_in_world == pytest.approx(out.foot_zmps_in_world["right"])
+    assert out.polygon is not None and len(out.polygon) == 4
+    assert out.margin == pytest.approx(0.06)
+
+
+def test_double_support_polygon_spans_both_soles() -> None:
+    """Both feet loaded: the polygon is the hull of both soles; the ZMP lies between the feet."""
+    estimator = ZmpEstimator(_feet())
+    out = estimator.step(_standing(300.0, 100.0, cop_left_x=0.04))
+    assert out.zmp_in_world == pytest.approx([0.03, 0.1, 0.0])
+    assert out.margin == pytest.approx(0.11 - 0.03)
+
+
+def test_no_foot_in_contact_gives_no_zmp() -> None:
+    """Both feet below the threshold: no ZMP, no polygon, no margin."""
+    out = ZmpEstimator(_feet()).step(_standing(1.0, 2.0))
+    assert out.zmp_in_world is None and out.polygon is None and out.margin is None
+
+
+def test_nan_wrench_is_refused() -> None:
+    """A non-finite wrench raises InvalidInputError naming the foot."""
+    samples = _standing(300.0, 300.0)
+    samples["left"].force_in_sensor = np.array([0.0, np.nan, 300.0])
+    with pytest.raises(InvalidInputError, match="left foot: the wrench is not finite"):
+        ZmpEstimator(_feet()).step(samples)
+
+
+def test_foot_weight_below_the_sensor_is_compensated() -> None:
+    """A sensor above a 1 kg foot reads 9.81 N less; the estimator gives back the ground force."""
+    feet = {s: FootGeometry(_translation(0, 0, 0.05), SOLE, mass_below_sensor=1.0,
+                            com_below_sensor_in_sensor=np.array([0.0, 0.0, -0.025]))
+            for s in ("left", "right")}
+    out = ZmpEstimator(feet).step(_standing(300.0 - 9.81, 300.0 - 9.81))
+    assert out.normal_forces["left"] == pytest.approx(300.0)
+
+
+def test_zeroing_removes_an_offset_and_refuses_a_loaded_foot() -> None:
+    """Zeroing an unloaded foot removes a bias; zeroing a loaded one is refused with the reason."""
+    feet = {s: FootGeometry(_translation(0, 0, 0.05), SOLE, mass_below_sensor=1.0)
+            for s in ("left", "right")}
+    estimator = ZmpEstimator(feet)
+    bias = np.array([2.0, -1.0, 7.0, 0.1, 0.2, 0.0])
+    pose = _translation(0, 0.2, 0)
+    unloaded_force = np.array([0.0, 0.0, -9.81]) + bias[:3]
+    estimator.zero("left", unloaded_force, bias[3:], pose)
+    assert estimator.offsets["left"] == pytest.approx(bias)
+    with pytest.raises(InvalidInputError, match="left foot carries 309.8 N.*lift the foot"):
+        estimator.zero("left", np.array([0.0, 0.0, 300.0]), np.zeros(3), pose)
+
+
+def test_humanoid_foot_geometry_comes_from_the_urdf() -> None:
+    """From the URDF: sensor 5 cm above the sole, a 1 kg foot below it, CoM 2.5 cm below the sensor."""
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    foot = foot_geometry_from_model(model, sensor_frame="left_foot_ft", sole_frame="left_sole",
+                                    foot_link="left_foot", sole_corners=SOLE)
+    assert foot.sensor_in_sole[:3, 3] == pytest.approx([0, 0, 0.05])
+    assert foot.mass_below_sensor == pytest.approx(1.0)
+    assert foot.com_below_sensor_in_sensor == pytest.approx([0, 0, -0.025])
