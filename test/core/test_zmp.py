@@ -193,7 +193,7 @@ def test_zeroing_removes_an_offset_and_refuses_a_loaded_foot() -> None:
     unloaded_force = np.array([0.0, 0.0, -9.81]) + bias[:3]
     estimator.zero("left", unloaded_force, bias[3:], pose)
     assert estimator.offsets["left"] == pytest.approx(bias)
-    with pytest.raises(InvalidInputError, match="left foot carries 309.8 N.*lift the foot"):
+    with pytest.raises(InvalidInputError, match=r"left foot carries 309\.8 N.*lift the foot"):
         estimator.zero("left", np.array([0.0, 0.0, 300.0]), np.zeros(3), pose)
 
 
