@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from math import hypot, isfinite
 
 import numpy as np
 from scipy.spatial import ConvexHull
@@ -189,6 +190,33 @@ def stability_margin(point_xy: np.ndarray, polygon: np.ndarray) -> float:
     return -float(np.linalg.norm(closest - p, axis=1).min())
 
 
+def _hull_indices(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the convex hull of a few 2-D points, counter-clockwise (Andrew's monotone chain).
+
+    Used by :class:`ZmpEstimator` instead of scipy's Qhull (:func:`support_polygon`, the
+    reference the tests compare it with): for the eight corners of two soles Qhull's
+    call overhead is about 100 us, five times the whole 1 kHz sample budget, this is
+    about 10 us. Collinear points are left out, as Qhull does.
+    """
+    order = sorted(range(len(points)), key=lambda i: points[i])
+
+    def cross(o: int, a: int, b: int) -> float:
+        (ox, oy), (ax, ay), (bx, by) = points[o], points[a], points[b]
+        return (ax - ox) * (by - oy) - (ay - oy) * (bx - ox)
+
+    lower: list[int] = []
+    for i in order:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], i) <= 0.0:
+            lower.pop()
+        lower.append(i)
+    upper: list[int] = []
+    for i in reversed(order):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], i) <= 0.0:
+            upper.pop()
+        upper.append(i)
+    return lower[:-1] + upper[:-1]
+
+
 # --- contact --------------------------------------------------------------------
 
 
@@ -311,8 +339,17 @@ class ZmpEstimator:
         self.gravity = gravity
         self.contacts = {side: ContactDetector(contact_threshold, hysteresis) for side in self.feet}
         self.offsets = {side: np.zeros(6) for side in self.feet}
-        self._hull_key: tuple[tuple[str, ...], bytes] | None = None
+        self._hull_key: tuple[tuple[str, ...], int] | None = None
+        self._pose_version = 0  # counts sole pose changes
+        self._corners = {side: [(float(x), float(y)) for x, y in foot.sole_corners.tolist()]
+                         for side, foot in self.feet.items()}
         self._hull: np.ndarray | None = None
+        self._hull_edges: list[tuple[float, float, float, float]] = []
+        self._pose_cache: dict[str, tuple[bytes, list[float], list[float]]] = {}
+        self._sensor_rotation = {s: [float(v) for v in f.sensor_in_sole[:3, :3].reshape(9)]
+                                 for s, f in self.feet.items()}
+        self._sensor_origin = {s: tuple(float(v) for v in f.sensor_in_sole[:3, 3])
+                               for s, f in self.feet.items()}
 
     def reset(self) -> None:
         """Forget the contact states (offsets are kept)."""
@@ -325,10 +362,10 @@ class ZmpEstimator:
     def foot_weight_wrench(self, side: str, sensor_in_world_rotation: np.ndarray) -> np.ndarray:
         """Wrench (6,) the unloaded foot's weight puts on its sensor, in the sensor frame."""
         foot = self.feet[side]
-        weight_in_sensor = sensor_in_world_rotation.T @ np.array(
-            [0.0, 0.0, -foot.mass_below_sensor * self.gravity])
-        torque = np.cross(foot.com_below_sensor_in_sensor, weight_in_sensor)
-        return np.concatenate([weight_in_sensor, torque])
+        # R^T (0, 0, -m g) is -m g times R's last row; the cross product by hand (np.cross: ~10 us)
+        wx, wy, wz = (-foot.mass_below_sensor * self.gravity * sensor_in_world_rotation[2]).tolist()
+        cx, cy, cz = foot.com_below_sensor_in_sensor.tolist()
+        return np.array([wx, wy, wz, cy * wz - cz * wy, cz * wx - cx * wz, cx * wy - cy * wx])
 
     def zero(self, side: str, force: np.ndarray, torque: np.ndarray, sole_in_world: np.ndarray,
              max_load: float = 10.0) -> np.ndarray:
@@ -357,13 +394,66 @@ class ZmpEstimator:
     # --- the estimate ----------------------------------------------------------------
 
     def _foot_ground_wrench(self, side: str, sample: FootSample) -> tuple[np.ndarray, np.ndarray]:
-        """Ground reaction about the sole origin, in the sole frame, foot weight removed."""
+        """Ground reaction about the sole origin, in the sole frame, foot weight removed.
+
+        The reference form of what :meth:`step` computes with scalars (tests compare them).
+        """
         foot = self.feet[side]
         assert sample.force_in_sensor is not None and sample.torque_in_sensor is not None
         measured = np.concatenate([sample.force_in_sensor, sample.torque_in_sensor]) - self.offsets[side]
         rotation = (sample.sole_in_world @ foot.sensor_in_sole)[:3, :3]
         ground = measured - self.foot_weight_wrench(side, rotation)
         return wrench_in_sole(ground[:3], ground[3:], foot.sensor_in_sole)
+
+    def _pose_terms(self, side: str, pose: np.ndarray) -> tuple[list[float], list[float]]:
+        """(foot-weight wrench in the sensor frame, sole -> world terms) for a sole pose, cached.
+
+        The weight wrench depends on the sensor's orientation only; both change when
+        the legs move, so they are recomputed only when the pose's bytes change.
+        """
+        key = pose.tobytes()
+        cached = self._pose_cache.get(side)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        rotation = (pose @ self.feet[side].sensor_in_sole)[:3, :3]
+        weight = self.foot_weight_wrench(side, rotation).tolist()
+        to_world = [pose[0, 0], pose[0, 1], pose[0, 3], pose[1, 0], pose[1, 1], pose[1, 3],
+                    pose[2, 0], pose[2, 1], pose[2, 3]]
+        self._pose_cache[side] = (key, weight, [float(v) for v in to_world])
+        self._pose_version += 1
+        return weight, self._pose_cache[side][2]
+
+    def _ft_foot(self, side: str, sample: FootSample, weight: list[float]) -> tuple[float, float, float]:
+        """(normal force, ZMP x, y in the sole frame) of one F/T foot; x, y are NaN without force.
+
+        Eq. 3.24/3.25 written out with Python floats: numpy's per-call cost on
+        3-vectors (about 1 us a call) would put the two-foot sample far above the
+        20 us budget of the 1 kHz estimator; :meth:`_foot_ground_wrench` is the
+        same computation with arrays, and the tests hold the two equal.
+        """
+        if sample.force_in_sensor is None or sample.torque_in_sensor is None:
+            raise InvalidInputError(f"{side} foot: an F/T estimator needs force and torque")
+        fx, fy, fz = np.asarray(sample.force_in_sensor, dtype=float).reshape(3).tolist()
+        tx, ty, tz = np.asarray(sample.torque_in_sensor, dtype=float).reshape(3).tolist()
+        if not (isfinite(fx) and isfinite(fy) and isfinite(fz) and isfinite(tx) and isfinite(ty)
+                and isfinite(tz)):
+            raise InvalidInputError(f"{side} foot: the wrench is not finite")
+        o = self.offsets[side].tolist()
+        fx -= o[0] + weight[0]
+        fy -= o[1] + weight[1]
+        fz -= o[2] + weight[2]
+        tx -= o[3] + weight[3]
+        ty -= o[4] + weight[4]
+        tz -= o[5] + weight[5]
+        r, (px, py, pz) = self._sensor_rotation[side], self._sensor_origin[side]
+        sfx = r[0] * fx + r[1] * fy + r[2] * fz
+        sfy = r[3] * fx + r[4] * fy + r[5] * fz
+        sfz = r[6] * fx + r[7] * fy + r[8] * fz
+        stx = r[0] * tx + r[1] * ty + r[2] * tz + py * sfz - pz * sfy
+        sty = r[3] * tx + r[4] * ty + r[5] * tz + pz * sfx - px * sfz
+        if sfz > 0.0:
+            return sfz, -sty / sfz, stx / sfz
+        return sfz, float("nan"), float("nan")
 
     def step(self, samples: Mapping[str, FootSample]) -> ZmpOutput:
         """The ZMP of one sample of both feet.
@@ -374,58 +464,88 @@ class ZmpEstimator:
         zmps: dict[str, np.ndarray | None] = {}
         forces: dict[str, float] = {}
         contacts: dict[str, bool] = {}
+        sum_force = sum_x = sum_y = sum_z = 0.0
+        touching: list[str] = []
+        terms: list[list[float]] = []
         for side in self.feet:
             if side not in samples:
                 raise InvalidInputError(f"no sample for the {side} foot")
             sample = samples[side]
             pose = np.asarray(sample.sole_in_world, dtype=float)
-            if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
+            if pose.shape != (4, 4) or not np.isfinite(pose).all():
                 raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
+            weight, w = self._pose_terms(side, pose)
             if self.sensor_type == "ft":
-                if sample.force_in_sensor is None or sample.torque_in_sensor is None:
-                    raise InvalidInputError(f"{side} foot: an F/T estimator needs force and torque")
-                if not (np.all(np.isfinite(sample.force_in_sensor))
-                        and np.all(np.isfinite(sample.torque_in_sensor))):
-                    raise InvalidInputError(f"{side} foot: the wrench is not finite")
-                force, torque = self._foot_ground_wrench(side, sample)
-                normal = float(force[2])
-                in_contact = self.contacts[side].step(normal)
-                local = zmp_from_wrench(force, torque) if in_contact else None
+                normal, lx, ly = self._ft_foot(side, sample, weight)
             else:
                 fsr = np.asarray(sample.fsr_forces if sample.fsr_forces is not None else [], dtype=float)
                 positions = self.feet[side].fsr_positions
                 if fsr.shape != (len(positions),):
                     raise InvalidInputError(
                         f"{side} foot: {fsr.size} FSR forces for {len(positions)} FSR positions")
-                if not np.all(np.isfinite(fsr)):
+                if not np.isfinite(fsr).all():
                     raise InvalidInputError(f"{side} foot: an FSR force is not finite")
                 normal = float(fsr.sum())
-                in_contact = self.contacts[side].step(normal)
-                local = zmp_from_force_sensors(positions, fsr) if in_contact else None
+                lx = ly = float("nan")
+                if normal > 0.0:  # eq. 3.26 for one-axis sensors on the sole
+                    lx, ly = (fsr @ positions / normal).tolist()
+            in_contact = self.contacts[side].step(normal)
             forces[side] = normal
             contacts[side] = in_contact
-            zmps[side] = None if local is None else (pose @ np.append(local, 1.0))[:3]
-        touching = [s for s in self.feet if contacts[s]]
+            if not in_contact:
+                zmps[side] = None
+                continue
+            x = w[0] * lx + w[1] * ly + w[2]
+            y = w[3] * lx + w[4] * ly + w[5]
+            z = w[6] * lx + w[7] * ly + w[8]
+            zmps[side] = np.array([x, y, z])
+            touching.append(side)
+            terms.append(w)
+            sum_force += normal  # eq. 3.27
+            sum_x += normal * x
+            sum_y += normal * y
+            sum_z += normal * z
         if not touching:
             return ZmpOutput(None, zmps, forces, contacts, None, None)
-        zmp = combine_feet([zmps[s] for s in touching],  # type: ignore[misc]
-                           [forces[s] for s in touching])
-        polygon = self._polygon(touching, samples)
-        return ZmpOutput(zmp, zmps, forces, contacts, polygon, stability_margin(zmp[:2], polygon))
+        zmp = np.array([sum_x / sum_force, sum_y / sum_force, sum_z / sum_force])
+        polygon = self._polygon(touching, terms)
+        return ZmpOutput(zmp, zmps, forces, contacts, polygon, self._margin(zmp[0], zmp[1]))
 
-    def _polygon(self, touching: list[str], samples: Mapping[str, FootSample]) -> np.ndarray:
-        corners = []
-        for side in touching:
-            pose = np.asarray(samples[side].sole_in_world, dtype=float)
-            local = self.feet[side].sole_corners
-            corners.append(local @ pose[:2, :2].T + pose[:2, 3])
-        points = np.vstack(corners)
-        # the hull only changes when the contact set changes or a corner moves 0.1 mm
-        key = (tuple(touching), np.round(points / 1e-4).astype(np.int64).tobytes())
-        if key != self._hull_key or self._hull is None:
-            self._hull = support_polygon(points)
-            self._hull_key = key
+    def _polygon(self, touching: list[str], terms: list[list[float]]) -> np.ndarray:
+        """The support polygon of the feet in contact, from their sole -> world terms.
+
+        Cached until the contact set or a sole pose changes.
+        """
+        key = (tuple(touching), self._pose_version)
+        if key == self._hull_key and self._hull is not None:
+            return self._hull
+        self._hull_key = key
+        points = [(w[0] * cx + w[1] * cy + w[2], w[3] * cx + w[4] * cy + w[5])
+                  for side, w in zip(touching, terms, strict=True)
+                  for cx, cy in self._corners[side]]
+        vertices = _hull_indices(points)
+        if len(vertices) < 3:
+            raise InvalidInputError(f"the {len(points)} sole corners span no area")
+        hull = [points[i] for i in vertices]
+        self._hull = np.array(hull)
+        edges = []
+        for (ax, ay), (bx, by) in zip(hull, hull[1:] + hull[:1], strict=True):
+            length = hypot(bx - ax, by - ay)
+            edges.append((ax, ay, (bx - ax) / length, (by - ay) / length))
+        self._hull_edges = edges
         return self._hull
+
+    def _margin(self, x: float, y: float) -> float:
+        """:func:`stability_margin` of the cached hull, inside case with scalars."""
+        best = float("inf")
+        for ax, ay, ux, uy in self._hull_edges:
+            signed = ux * (y - ay) - uy * (x - ax)
+            if signed < 0.0:
+                assert self._hull is not None
+                return stability_margin(np.array([x, y]), self._hull)
+            if signed < best:
+                best = signed
+        return best
 
 
 def foot_geometry_from_model(

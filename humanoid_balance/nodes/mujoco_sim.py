@@ -65,8 +65,9 @@ def build_simulation(
 
 
 def _stamp(t: float) -> Time:
-    sec = int(t)
-    return Time(sec=sec, nanosec=round((t - sec) * 1e9) % 1_000_000_000)
+    """Seconds as a stamp, rounded to the nanosecond (t = 1.9999999999 is 2 s, not 1 s)."""
+    sec, nanosec = divmod(round(t * 1e9), 1_000_000_000)
+    return Time(sec=int(sec), nanosec=int(nanosec))
 
 
 def _doubles(values: np.ndarray) -> array.array:

@@ -18,6 +18,7 @@ from humanoid_balance.core.zmp import (
     support_polygon,
     zmp_from_force_sensors,
     zmp_from_ft_sensor,
+    zmp_from_wrench,
 )
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 from humanoid_balance.resources import urdf_path
@@ -205,3 +206,71 @@ def test_humanoid_foot_geometry_comes_from_the_urdf() -> None:
     assert foot.sensor_in_sole[:3, 3] == pytest.approx([0, 0, 0.05])
     assert foot.mass_below_sensor == pytest.approx(1.0)
     assert foot.com_below_sensor_in_sensor == pytest.approx([0, 0, -0.025])
+
+
+def test_scalar_estimate_equals_the_reference_formulas_at_random_poses() -> None:
+    """step()'s scalar path equals wrench_in_sole + eq. 3.24/3.25 + eq. 3.27 + stability_margin.
+
+    Tilted and offset sensors, tilted soles, offsets and foot weight, 200 random cases.
+    """
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        feet = {}
+        samples = {}
+        for side, y in (("left", 0.2), ("right", -0.2)):
+            sensor = np.eye(4)
+            sensor[:3, :3] = Rotation.from_rotvec(rng.normal(0, 0.3, 3)).as_matrix()
+            sensor[:3, 3] = [rng.uniform(-0.03, 0.03), rng.uniform(-0.02, 0.02), rng.uniform(0.03, 0.08)]
+            feet[side] = FootGeometry(sensor, SOLE, mass_below_sensor=rng.uniform(0, 2),
+                                      com_below_sensor_in_sensor=rng.normal(0, 0.02, 3))
+            pose = _translation(rng.uniform(-0.01, 0.01), y, rng.uniform(0, 0.01))
+            pose[:3, :3] = Rotation.from_rotvec([0, 0, rng.uniform(-0.3, 0.3)]).as_matrix()
+            samples[side] = FootSample(pose, rng.normal([0, 0, 250], [20, 20, 80]), rng.normal(0, 8, 3))
+        estimator = ZmpEstimator(feet, contact_threshold=20.0)
+        for side in feet:
+            estimator.offsets[side] = rng.normal(0, 2, 6)
+        out = estimator.step(samples)
+        zmps, forces = [], []
+        for side in feet:
+            force, torque = estimator._foot_ground_wrench(side, samples[side])
+            if force[2] < 20.0:
+                assert out.foot_zmps_in_world[side] is None
+                continue
+            local = zmp_from_wrench(force, torque)
+            world = (samples[side].sole_in_world @ np.append(local, 1.0))[:3]
+            np.testing.assert_allclose(out.foot_zmps_in_world[side], world, atol=1e-12)
+            assert out.normal_forces[side] == pytest.approx(force[2], abs=1e-9)
+            zmps.append(world)
+            forces.append(force[2])
+        if not zmps:
+            assert out.zmp_in_world is None
+            continue
+        expected = combine_feet(zmps, forces)
+        np.testing.assert_allclose(out.zmp_in_world, expected, atol=1e-12)
+        assert out.polygon is not None
+        assert out.margin == pytest.approx(stability_margin(expected[:2], out.polygon), abs=1e-12)
+
+
+def test_polygon_follows_moving_feet_between_hull_recomputations() -> None:
+    """Feet sliding and turning in small steps: the estimator's polygon is scipy's Qhull hull.
+
+    Checked through the margin of the ZMP and of 50 probe points inside and outside.
+    """
+    rng = np.random.default_rng(3)
+    estimator = ZmpEstimator(_feet())
+    for k in range(60):
+        samples = _standing(300.0, 200.0)
+        samples["left"].sole_in_world = _translation(0.0004 * k, 0.2 + 0.0003 * k, 0) @ _rot_z(0.004 * k)
+        samples["right"].sole_in_world = _translation(-0.0002 * k, -0.2, 0) @ _rot_z(-0.003 * k)
+        out = estimator.step(samples)
+        corners = np.vstack([SOLE @ s.sole_in_world[:2, :2].T + s.sole_in_world[:2, 3]
+                             for s in samples.values()])
+        fresh = support_polygon(corners)
+        assert out.polygon is not None
+        assert len(out.polygon) == len(fresh)
+        assert out.margin == pytest.approx(stability_margin(out.zmp_in_world[:2], fresh), abs=1e-12)
+        for probe in rng.uniform([-0.2, -0.4], [0.2, 0.4], (50, 2)):
+            assert stability_margin(probe, out.polygon) == pytest.approx(
+                stability_margin(probe, fresh), abs=1e-12)

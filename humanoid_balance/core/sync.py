@@ -1,0 +1,158 @@
+"""Pairing time-stamped samples of several sensors, and looking up the joint state of a stamp.
+
+Pure bookkeeping on integer nanosecond stamps (no rclpy): the ``zmp_estimator``
+node feeds it message stamps, a test or a bag reader feeds it the same stamps
+and gets the same pairs. What it guarantees:
+
+- :class:`SampleSynchronizer`: one set per stamp, each sensor's sample used
+  once, the sample of every other sensor closest in time (within a tolerance)
+  joined to the newest sample. Sensors stamped alike (a simulator, a shared
+  clock) pair exactly whatever order their messages arrive in; sensors on
+  different clocks pair when within the tolerance (message_filters'
+  ApproximateTime does the same for ROS 1/2 C++ and Python; it is not used
+  here because it needs header stamps on every input, and FSR arrays have
+  none, and because its result depends on arrival order).
+- :class:`StampedBuffer`: the newest entry at or before a stamp, and whether an
+  entry at or after it has arrived (so a result never depends on whether the
+  joint state of the same instant had arrived yet).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from humanoid_balance.exceptions import ConfigurationError
+
+T = TypeVar("T")
+
+
+@dataclass
+class SampleSet:
+    """Samples of every sensor that belong together.
+
+    Attributes:
+        stamp_ns: the newest of the samples' stamps [ns].
+        samples: sensor -> (stamp_ns, payload).
+    """
+
+    stamp_ns: int
+    samples: dict[Hashable, tuple[int, Any]] = field(default_factory=dict)
+
+
+class SampleSynchronizer:
+    """Joins the samples of several sensors into sets with stamps within ``tolerance_ns``.
+
+    Args:
+        sensors: the sensors' keys (for example ``("left", "right")``).
+        tolerance_ns: the largest stamp difference inside a set [ns].
+        queue_size: samples kept per sensor waiting for partners; older ones are dropped
+            and counted in ``dropped``.
+
+    Raises:
+        ConfigurationError: no sensor, a negative tolerance or a queue size below 1.
+    """
+
+    def __init__(self, sensors: Sequence[Hashable], tolerance_ns: int, queue_size: int = 50) -> None:
+        if not sensors:
+            raise ConfigurationError("SampleSynchronizer needs at least one sensor")
+        if tolerance_ns < 0:
+            raise ConfigurationError(f"tolerance {tolerance_ns} ns must be >= 0")
+        if queue_size < 1:
+            raise ConfigurationError(f"queue_size {queue_size} must be >= 1")
+        self.sensors = tuple(sensors)
+        self.tolerance_ns = int(tolerance_ns)
+        self.queue_size = queue_size
+        self._queues: dict[Hashable, deque[tuple[int, Any]]] = {s: deque() for s in self.sensors}
+        self._last_set_stamp: int | None = None
+        #: samples that never found partners, or came older than the last set
+        self.dropped = 0
+
+    def reset(self) -> None:
+        """Forget every waiting sample (the counters are kept)."""
+        for queue in self._queues.values():
+            queue.clear()
+        self._last_set_stamp = None
+
+    def push(self, sensor: Hashable, stamp_ns: int, payload: Any) -> SampleSet | None:
+        """Add one sample; returns the set it completes, if any.
+
+        Raises:
+            KeyError: an unknown sensor.
+        """
+        queue = self._queues[sensor]
+        if self._last_set_stamp is not None and stamp_ns < self._last_set_stamp - self.tolerance_ns:
+            self.dropped += 1  # older than a set already given out: time went back (replay restart?)
+            return None
+        if queue and stamp_ns < queue[-1][0]:
+            self.dropped += len(queue)  # this sensor's clock went back: start again
+            queue.clear()
+        queue.append((stamp_ns, payload))
+        if len(queue) > self.queue_size:
+            queue.popleft()
+            self.dropped += 1
+        chosen: dict[Hashable, tuple[int, Any]] = {sensor: (stamp_ns, payload)}
+        for other in self.sensors:
+            if other == sensor:
+                continue
+            best = None
+            for candidate in self._queues[other]:
+                gap = abs(candidate[0] - stamp_ns)
+                if gap <= self.tolerance_ns and (best is None or gap < abs(best[0] - stamp_ns)):
+                    best = candidate
+            if best is None:
+                return None
+            chosen[other] = best
+        for key, (stamp, _) in chosen.items():
+            waiting = self._queues[key]
+            while waiting and waiting[0][0] <= stamp:
+                used = waiting.popleft()
+                if used[0] != stamp:
+                    self.dropped += 1
+        newest = max(stamp for stamp, _ in chosen.values())
+        self._last_set_stamp = newest
+        return SampleSet(newest, chosen)
+
+
+class StampedBuffer(Generic[T]):
+    """The last ``size`` values of a signal by stamp.
+
+    Args:
+        size: how many values to keep.
+    """
+
+    def __init__(self, size: int = 200) -> None:
+        if size < 1:
+            raise ConfigurationError(f"buffer size {size} must be >= 1")
+        self._items: deque[tuple[int, T]] = deque(maxlen=size)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._items.clear()
+
+    def push(self, stamp_ns: int, value: T) -> None:
+        """Add a value; one older than the newest means time went back, and restarts the buffer."""
+        if self._items and stamp_ns < self._items[-1][0]:
+            self._items.clear()
+        self._items.append((stamp_ns, value))
+
+    @property
+    def newest_stamp(self) -> int | None:
+        """The newest stamp [ns], or None when empty."""
+        return self._items[-1][0] if self._items else None
+
+    def covers(self, stamp_ns: int) -> bool:
+        """True when a value at or after ``stamp_ns`` has arrived."""
+        return bool(self._items) and self._items[-1][0] >= stamp_ns
+
+    def at_or_before(self, stamp_ns: int) -> tuple[int, T] | None:
+        """The newest (stamp, value) with stamp <= ``stamp_ns``, or None."""
+        for stamp, value in reversed(self._items):
+            if stamp <= stamp_ns:
+                return stamp, value
+        return None

@@ -1,0 +1,544 @@
+"""``zmp_estimator``: ZMP, support polygon and stability margin from the feet's sensors.
+
+Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages.
+
+- Inputs: ``/left_foot/ft`` and ``/right_foot/ft`` (WrenchStamped, ``sensor_type:
+  ft``) or ``/left_foot/fsr`` and ``/right_foot/fsr`` (Float64MultiArray, newtons,
+  ``sensor_type: fsr``); ``/joint_states`` for the sole poses through the URDF.
+- The world frame is the balance frame ``W`` of the URDF (on the ground midway
+  between the soles at the neutral pose), published as ``world_frame_id``: the
+  node is for standing balance, where the feet do not move; the sole poses
+  relative to ``W`` follow the leg joints.
+- Synchronisation (:mod:`humanoid_balance.core.sync`): the two feet's samples
+  are joined by stamp (within ``sync_tolerance``); each joined sample waits
+  until a joint state stamped at or after it has arrived (at most
+  ``joint_state_wait``), and uses the newest joint state stamped at or before
+  it. So the output depends on the stamps only, not on message arrival order:
+  a replayed bag yields the live run's ZMPs exactly. FSR arrays have no header;
+  they are stamped with the node clock on arrival.
+- Outputs (stamped with the sample's stamp): ``/zmp``, ``/left_foot/zmp``,
+  ``/right_foot/zmp`` (PointStamped), ``/support_polygon`` (PolygonStamped),
+  ``/zmp/stability_margin`` (Float64, m, positive inside), ``/zmp/markers``
+  (MarkerArray at ``marker_rate``), ``/diagnostics`` at ``diagnostics_rate``.
+- Bad input: a non-finite wrench or FSR array is dropped and counted; a
+  wrench in a frame that is not the foot's (nor rigidly attached to it) is
+  dropped, logged naming the frame, and reported as ERROR; a silent sensor
+  (``sensor_timeout``) makes diagnostics STALE and no ZMP is built from old
+  data; no foot in contact: no ZMP, diagnostics say so.
+- ``~/zero_sensors`` (std_srvs/Trigger) zeros both F/T sensors from the mean of
+  the last ``zero_window`` seconds, keeping the weight of the foot below each
+  sensor; it refuses, naming the foot and its load, when a foot is loaded.
+  ``~/zero_left_sensor`` and ``~/zero_right_sensor`` zero one foot (lift it first).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Time as TimeMsg
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Point, Point32, PointStamped, PolygonStamped, WrenchStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import ColorRGBA, Float64, Float64MultiArray
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.sync import SampleSet, SampleSynchronizer, StampedBuffer
+from humanoid_balance.core.zmp import (
+    SIDES,
+    FootGeometry,
+    FootSample,
+    ZmpEstimator,
+    ZmpOutput,
+    foot_geometry_from_model,
+    wrench_in_sole,
+)
+from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError, UnknownFrameError
+from humanoid_balance.nodes.common import (
+    ERROR,
+    OK,
+    STALE,
+    WARN,
+    diagnostic_array,
+    diagnostic_status,
+    run_node,
+)
+from humanoid_balance.resources import urdf_path as package_urdf_path
+
+NODE_NAME = "zmp_estimator"
+SENSOR_TYPES = ("ft", "fsr")
+#: the seed humanoid's sole (0.22 m x 0.12 m) and FSR points, in the sole frame [m]
+DEFAULT_SOLE = [0.11, 0.06, -0.11, 0.06, -0.11, -0.06, 0.11, -0.06]
+DEFAULT_FSR = [0.09, 0.05, 0.09, -0.05, -0.09, 0.05, -0.09, -0.05]
+GREEN = ColorRGBA(r=0.1, g=0.8, b=0.1, a=1.0)
+YELLOW = ColorRGBA(r=0.95, g=0.8, b=0.1, a=1.0)
+RED = ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0)
+GREY = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
+
+
+def stamp_ns(stamp: TimeMsg) -> int:
+    """A header stamp in integer nanoseconds."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def stamp_msg(ns: int) -> TimeMsg:
+    """Integer nanoseconds as a header stamp."""
+    return TimeMsg(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _pairs(values: Sequence[float], what: str) -> np.ndarray:
+    if len(values) % 2 or len(values) < 2:
+        raise HumanoidBalanceError(f"{what}: expected a flat list [x0, y0, x1, y1, ...] of even length, "
+                                   f"got {len(values)} values")
+    points = np.asarray(values, dtype=float).reshape(-1, 2)
+    if not np.all(np.isfinite(points)):
+        raise HumanoidBalanceError(f"{what}: the points must be finite")
+    return points
+
+
+class ZmpEstimatorNode(Node):
+    """The ``zmp_estimator`` node (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        d = ParameterDescriptor
+        self.declare_parameter("sensor_type", "ft", d(description="ft | fsr"))
+        self.declare_parameter("contact_threshold", 20.0, d(description="normal force for contact, N"))
+        self.declare_parameter("contact_hysteresis", 5.0, d(description="N below the threshold to leave"))
+        self.declare_parameter("gravity", 9.81, d(description="m/s^2, for the foot-weight compensation"))
+        self.declare_parameter("urdf_path", "", d(description="URDF; empty: the package's"))
+        self.declare_parameter("publish_rate", 0.0, d(description="Hz; 0 = on every sample"))
+        self.declare_parameter("marker_rate", 20.0, d(description="Hz of /zmp/markers; 0 = off"))
+        self.declare_parameter("diagnostics_rate", 1.0, d(description="Hz"))
+        self.declare_parameter("world_frame_id", "world",
+                               d(description="frame_id of the outputs (the URDF's W frame)"))
+        self.declare_parameter("balance_frame", "W", d(description="URDF frame taken as the world"))
+        self.declare_parameter("sync_tolerance", 0.001, d(description="s between the feet's stamps"))
+        self.declare_parameter("joint_state_wait", 0.005,
+                               d(description="s a sample waits for the joint state of its stamp"))
+        self.declare_parameter("joint_state_timeout", 0.1, d(description="s; older joints: no ZMP"))
+        self.declare_parameter("sensor_timeout", 0.1, d(description="s of silence before STALE"))
+        self.declare_parameter("zero_window", 0.1, d(description="s of samples averaged to zero"))
+        self.declare_parameter("zero_max_load", 10.0, d(description="N a foot may carry when zeroed"))
+        self.declare_parameter("margin_warn", 0.03, d(description="m; below: yellow marker"))
+        self.declare_parameter("margin_error", 0.01, d(description="m; below: red marker"))
+        self.declare_parameter("best_effort_sensors", False,
+                               d(description="subscribe to the sensors best-effort"))
+        for side in SIDES:
+            self.declare_parameter(f"{side}.sensor_frame", f"{side}_foot_ft")
+            self.declare_parameter(f"{side}.sole_frame", f"{side}_sole")
+            self.declare_parameter(f"{side}.foot_link", f"{side}_foot",
+                                   d(description="link below the sensor (its weight is compensated)"))
+            self.declare_parameter(f"{side}.sole_polygon", DEFAULT_SOLE,
+                                   d(description="sole corners in the sole frame, [x0, y0, x1, ...] m"))
+            self.declare_parameter(f"{side}.fsr_positions", DEFAULT_FSR,
+                                   d(description="FSR points in the sole frame, [x0, y0, ...] m"))
+
+        p = self.get_parameter
+        self.sensor_type = str(p("sensor_type").value)
+        if self.sensor_type not in SENSOR_TYPES:
+            raise HumanoidBalanceError(f"sensor_type={self.sensor_type!r}: expected one of {SENSOR_TYPES}")
+        path = str(p("urdf_path").value) or str(package_urdf_path("humanoid"))
+        self.model = RobotModel(path, world_frame=str(p("balance_frame").value))
+        self.model.gravity = float(p("gravity").value)
+        self.q = self.model.neutral()
+        self.frames = {s: {k: str(p(f"{s}.{k}").value) for k in ("sensor_frame", "sole_frame", "foot_link")}
+                       for s in SIDES}
+        feet: dict[str, FootGeometry] = {}
+        for side in SIDES:
+            frames = self.frames[side]
+            for frame in frames.values():
+                if not self.model.model.existFrame(frame):
+                    raise UnknownFrameError(frame, self.model.name)
+            feet[side] = foot_geometry_from_model(
+                self.model, sensor_frame=frames["sensor_frame"], sole_frame=frames["sole_frame"],
+                foot_link=frames["foot_link"],
+                sole_corners=_pairs(list(p(f"{side}.sole_polygon").value), f"{side}.sole_polygon"),
+                fsr_positions=_pairs(list(p(f"{side}.fsr_positions").value), f"{side}.fsr_positions"))
+        self.estimator = ZmpEstimator(
+            feet, sensor_type=self.sensor_type, contact_threshold=float(p("contact_threshold").value),
+            hysteresis=float(p("contact_hysteresis").value), gravity=float(p("gravity").value))
+        self.world_frame_id = str(p("world_frame_id").value)
+        rate = float(p("publish_rate").value)
+        self.publish_period_ns = int(1e9 / rate) if rate > 0 else 0
+        marker_rate = float(p("marker_rate").value)
+        self.marker_period_ns = int(1e9 / marker_rate) if marker_rate > 0 else -1
+        self.sync = SampleSynchronizer(SIDES, int(float(p("sync_tolerance").value) * 1e9))
+        self.joint_states: StampedBuffer[np.ndarray] = StampedBuffer(200)
+        self.joint_state_wait_ns = int(float(p("joint_state_wait").value) * 1e9)
+        self.joint_state_timeout_ns = int(float(p("joint_state_timeout").value) * 1e9)
+        self.sensor_timeout_ns = int(float(p("sensor_timeout").value) * 1e9)
+        self.zero_window_ns = int(float(p("zero_window").value) * 1e9)
+        self.zero_max_load = float(p("zero_max_load").value)
+        self.margin_warn = float(p("margin_warn").value)
+        self.margin_error = float(p("margin_error").value)
+        # a wrench in a frame rigidly attached to the foot is moved to the sensor frame
+        self._frame_to_sensor: dict[str, dict[str, np.ndarray]] = {s: {} for s in SIDES}
+        self._model_joints = set(self.model.joint_names)
+        self._newest_set_ns = 0
+        self._joint_q_index = np.zeros(0, dtype=int)
+        self._joint_columns: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._pending: deque[SampleSet] = deque()
+        self._sole_cache: tuple[bytes, dict[str, np.ndarray]] | None = None
+        self._recent: dict[str, deque[tuple[int, np.ndarray]]] = {s: deque(maxlen=2000) for s in SIDES}
+        self._last_arrival_ns: dict[str, int | None] = {s: None for s in SIDES}
+        self._last_published_ns: int | None = None
+        self._last_marker_ns: int | None = None
+        self.last_output: ZmpOutput | None = None
+        self.counts = {"samples": 0, "published": 0, "dropped_nonfinite": 0, "dropped_frame": 0,
+                       "dropped_stale": 0, "no_contact": 0}
+        self._frame_error: str | None = None
+
+        qos = QoSProfile(depth=100)
+        sensor_qos = QoSProfile(depth=100)
+        if bool(p("best_effort_sensors").value):
+            sensor_qos.reliability = ReliabilityPolicy.BEST_EFFORT
+        # /joint_states first: when both are ready, the executor takes it first (not relied on)
+        self.create_subscription(JointState, "/joint_states", self._on_joint_states, sensor_qos)
+        for side in SIDES:
+            if self.sensor_type == "ft":
+                self.create_subscription(WrenchStamped, f"/{side}_foot/ft",
+                                         partial(self._on_wrench, side), sensor_qos)
+            else:
+                self.create_subscription(Float64MultiArray, f"/{side}_foot/fsr",
+                                         partial(self._on_fsr, side), sensor_qos)
+        self.pub_zmp = self.create_publisher(PointStamped, "/zmp", qos)
+        self.pub_foot = {s: self.create_publisher(PointStamped, f"/{s}_foot/zmp", qos) for s in SIDES}
+        self.pub_polygon = self.create_publisher(PolygonStamped, "/support_polygon", qos)
+        self.pub_margin = self.create_publisher(Float64, "/zmp/stability_margin", qos)
+        self.pub_markers = self.create_publisher(MarkerArray, "/zmp/markers", qos)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
+        self.create_service(Trigger, "~/zero_sensors", partial(self._zero, SIDES))
+        for side in SIDES:
+            self.create_service(Trigger, f"~/zero_{side}_sensor", partial(self._zero, (side,)))
+        diag_rate = float(p("diagnostics_rate").value)
+        if diag_rate > 0:
+            self.create_timer(1.0 / diag_rate, self.publish_diagnostics)
+        self.get_logger().info(
+            f"{self.sensor_type} mode, contact at {self.estimator.contacts['left'].threshold} N, "
+            f"world = {p('balance_frame').value} of {path}")
+
+    # --- inputs -----------------------------------------------------------------
+
+    def _now_ns(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        names = tuple(msg.name)
+        if len(msg.position) != len(names):
+            self._warn(f"joint_states has {len(names)} names but {len(msg.position)} positions")
+            return
+        if self._joint_columns is None or self._joint_columns[0] != names:
+            known = [i for i, n in enumerate(names) if n in self._model_joints]
+            self._joint_columns = (names, np.array(known, dtype=int))
+            self._joint_q_index = self.model.q_index([names[i] for i in known])
+        columns = self._joint_columns[1]
+        position = np.asarray(msg.position, dtype=float)[columns]
+        if not np.all(np.isfinite(position)):
+            self._warn("joint_states with a non-finite position: ignored")
+            return
+        q = self.q.copy()
+        q[self._joint_q_index] = position
+        self.joint_states.push(stamp_ns(msg.header.stamp), q)
+        self._process_pending(final=False)
+
+    def _on_wrench(self, side: str, msg: WrenchStamped) -> None:
+        self._last_arrival_ns[side] = self._now_ns()
+        f, t = msg.wrench.force, msg.wrench.torque
+        force = np.array([f.x, f.y, f.z])
+        torque = np.array([t.x, t.y, t.z])
+        if not (np.all(np.isfinite(force)) and np.all(np.isfinite(torque))):
+            self.counts["dropped_nonfinite"] += 1
+            self._warn(f"{side} foot: non-finite wrench dropped ({self.counts['dropped_nonfinite']} so far)")
+            return
+        frame = msg.header.frame_id or self.frames[side]["sensor_frame"]
+        if frame != self.frames[side]["sensor_frame"]:
+            try:
+                force, torque = wrench_in_sole(force, torque, self._sensor_from(side, frame))
+            except HumanoidBalanceError as error:
+                self.counts["dropped_frame"] += 1
+                self._frame_error = str(error)
+                self.get_logger().error(str(error), throttle_duration_sec=1.0)
+                return
+        stamp = stamp_ns(msg.header.stamp)
+        wrench = np.concatenate([force, torque])
+        self._recent[side].append((stamp, wrench))
+        self._on_sample(side, stamp, wrench)
+
+    def _on_fsr(self, side: str, msg: Float64MultiArray) -> None:
+        now = self._now_ns()
+        self._last_arrival_ns[side] = now
+        forces = np.asarray(msg.data, dtype=float)
+        expected = len(self.estimator.feet[side].fsr_positions)
+        if forces.shape != (expected,):
+            self.counts["dropped_nonfinite"] += 1
+            self._warn(f"{side} foot: {forces.size} FSR forces, expected {expected}: dropped")
+            return
+        if not np.all(np.isfinite(forces)):
+            self.counts["dropped_nonfinite"] += 1
+            self._warn(f"{side} foot: non-finite FSR force dropped "
+                       f"({self.counts['dropped_nonfinite']} so far)")
+            return
+        self._on_sample(side, now, forces)
+
+    def _sensor_from(self, side: str, frame: str) -> np.ndarray:
+        """sensor <- frame, for a frame rigidly attached to the sensor's link."""
+        cache = self._frame_to_sensor[side]
+        if frame not in cache:
+            model = self.model.model
+            sensor = self.frames[side]["sensor_frame"]
+            if not model.existFrame(frame):
+                raise UnknownFrameError(frame, self.model.name)
+            if model.frames[model.getFrameId(frame)].parentJoint != \
+                    model.frames[model.getFrameId(sensor)].parentJoint:
+                raise InvalidInputError(
+                    f"{side} foot wrench in frame {frame!r}, which is not attached to the foot of "
+                    f"sensor {sensor!r}: publish it in {sensor!r}")
+            q = self.model.neutral()
+            cache[frame] = np.linalg.inv(self.model.frame_transform(sensor, q)) @ \
+                self.model.frame_transform(frame, q)
+        return cache[frame]
+
+    # --- estimate ----------------------------------------------------------------
+
+    def _on_sample(self, side: str, stamp: int, payload: np.ndarray) -> None:
+        joined = self.sync.push(side, stamp, payload)
+        if joined is not None:
+            self._newest_set_ns = max(self._newest_set_ns, joined.stamp_ns)
+            self._pending.append(joined)
+            self._process_pending(final=False)
+
+    def _process_pending(self, final: bool) -> None:
+        while self._pending:
+            joined = self._pending[0]
+            waited_enough = self._newest_set_ns - joined.stamp_ns >= self.joint_state_wait_ns
+            if not (self.joint_states.covers(joined.stamp_ns) or waited_enough or final):
+                return
+            self._pending.popleft()
+            self._estimate(joined)
+
+    def _estimate(self, joined: SampleSet) -> None:
+        self.counts["samples"] += 1
+        stamp = joined.stamp_ns
+        found = self.joint_states.at_or_before(stamp)
+        now = self._now_ns()
+        if found is None or stamp - found[0] > self.joint_state_timeout_ns:
+            self.counts["dropped_stale"] += 1
+            self._warn("no joint state within joint_state_timeout of the foot samples: no ZMP")
+            return
+        if now - stamp > self.sensor_timeout_ns:
+            self.counts["dropped_stale"] += 1
+            self._warn(f"foot samples {1e-9 * (now - stamp):.3f} s old: no ZMP built from them")
+            return
+        soles = self._soles(found[1])
+        samples = {}
+        for side in SIDES:
+            value = joined.samples[side][1]
+            if self.sensor_type == "ft":
+                samples[side] = FootSample(soles[side], value[:3], value[3:])
+            else:
+                samples[side] = FootSample(soles[side], fsr_forces=value)
+        try:
+            out = self.estimator.step(samples)
+        except InvalidInputError as error:
+            self.counts["dropped_nonfinite"] += 1
+            self._warn(str(error))
+            return
+        self.last_output = out
+        if out.zmp_in_world is None:
+            self.counts["no_contact"] += 1
+            return
+        if self._last_published_ns is not None and self.publish_period_ns and \
+                0 <= stamp - self._last_published_ns < self.publish_period_ns:
+            return
+        self._last_published_ns = stamp
+        self._publish(stamp, out)
+        if self.marker_period_ns >= 0 and (self._last_marker_ns is None or not
+                                           0 <= stamp - self._last_marker_ns < self.marker_period_ns):
+            self._last_marker_ns = stamp
+            self.pub_markers.publish(self._markers(stamp, out, found[1]))
+
+    def _soles(self, q: np.ndarray) -> dict[str, np.ndarray]:
+        key = q.tobytes()
+        if self._sole_cache is None or self._sole_cache[0] != key:
+            self._sole_cache = (key, {s: self.model.frame_transform(self.frames[s]["sole_frame"], q)
+                                      for s in SIDES})
+        return self._sole_cache[1]
+
+    # --- outputs -----------------------------------------------------------------
+
+    def _point(self, stamp: int, xyz: np.ndarray) -> PointStamped:
+        msg = PointStamped()
+        msg.header.stamp = stamp_msg(stamp)
+        msg.header.frame_id = self.world_frame_id
+        msg.point.x, msg.point.y, msg.point.z = float(xyz[0]), float(xyz[1]), float(xyz[2])
+        return msg
+
+    def _publish(self, stamp: int, out: ZmpOutput) -> None:
+        assert out.zmp_in_world is not None and out.polygon is not None and out.margin is not None
+        self.pub_zmp.publish(self._point(stamp, out.zmp_in_world))
+        for side in SIDES:
+            foot = out.foot_zmps_in_world[side]
+            if foot is not None:
+                self.pub_foot[side].publish(self._point(stamp, foot))
+        polygon = PolygonStamped()
+        polygon.header.stamp = stamp_msg(stamp)
+        polygon.header.frame_id = self.world_frame_id
+        polygon.polygon.points = [Point32(x=float(x), y=float(y), z=0.0) for x, y in out.polygon]
+        self.pub_polygon.publish(polygon)
+        self.pub_margin.publish(Float64(data=float(out.margin)))
+        self.counts["published"] += 1
+
+    def margin_colour(self, margin: float) -> ColorRGBA:
+        """Green with room, yellow near an edge, red at or beyond it."""
+        if margin >= self.margin_warn:
+            return GREEN
+        if margin >= self.margin_error:
+            return YELLOW
+        return RED
+
+    def _markers(self, stamp: int, out: ZmpOutput, q: np.ndarray) -> MarkerArray:
+        assert out.zmp_in_world is not None and out.polygon is not None and out.margin is not None
+
+        def marker(ident: int, kind: int, ns: str, colour: ColorRGBA, size: float) -> Marker:
+            m = Marker()
+            m.header.stamp = stamp_msg(stamp)
+            m.header.frame_id = self.world_frame_id
+            m.ns, m.id, m.type, m.action = ns, ident, kind, Marker.ADD
+            m.pose.orientation.w = 1.0
+            m.scale.x = m.scale.y = m.scale.z = size
+            m.color = colour
+            return m
+
+        markers = []
+        zmp = marker(0, Marker.SPHERE, "zmp", self.margin_colour(out.margin), 0.03)
+        zmp.pose.position = Point(x=float(out.zmp_in_world[0]), y=float(out.zmp_in_world[1]), z=0.0)
+        markers.append(zmp)
+        for ident, side in enumerate(SIDES, start=1):
+            foot = marker(ident, Marker.SPHERE, f"{side}_foot_zmp", GREY, 0.015)
+            point = out.foot_zmps_in_world[side]
+            if point is None:
+                foot.action = Marker.DELETE
+            else:
+                foot.pose.position = Point(x=float(point[0]), y=float(point[1]), z=0.0)
+            markers.append(foot)
+        line = marker(3, Marker.LINE_STRIP, "support_polygon", self.margin_colour(out.margin), 0.005)
+        closed = [*out.polygon, out.polygon[0]]
+        line.points = [Point(x=float(x), y=float(y), z=0.0) for x, y in closed]
+        markers.append(line)
+        com = self.model.com(q)
+        com_marker = marker(4, Marker.CYLINDER, "com_ground_projection", ColorRGBA(r=0.2, g=0.4, b=1.0,
+                                                                                    a=0.8), 0.025)
+        com_marker.scale.z = 0.002
+        com_marker.pose.position = Point(x=float(com[0]), y=float(com[1]), z=0.0)
+        markers.append(com_marker)
+        text = marker(5, Marker.TEXT_VIEW_FACING, "margin", self.margin_colour(out.margin), 0.04)
+        text.text = f"margin {1000 * out.margin:.0f} mm"
+        text.pose.position = Point(x=float(out.zmp_in_world[0]), y=float(out.zmp_in_world[1]), z=0.08)
+        markers.append(text)
+        return MarkerArray(markers=markers)
+
+    # --- diagnostics, zeroing ------------------------------------------------------------
+
+    def _warn(self, text: str) -> None:
+        self.get_logger().warning(text, throttle_duration_sec=1.0)
+
+    def diagnostics_status(self) -> tuple[int, str]:
+        """The level and message diagnostics report now."""
+        now = self._now_ns()
+        silent = []
+        for side in SIDES:
+            arrival = self._last_arrival_ns[side]
+            if arrival is None:
+                silent.append(f"no {side} foot sensor data yet")
+            elif now - arrival > self.sensor_timeout_ns:
+                silent.append(f"{side} foot sensor silent for {1e-9 * (now - arrival):.3f} s")
+        if silent:
+            return STALE, (f"{'; '.join(silent)} (timeout {1e-9 * self.sensor_timeout_ns:.3f} s): "
+                           "no ZMP")
+        if self._frame_error is not None:
+            return ERROR, self._frame_error
+        out = self.last_output
+        if out is None:
+            return WARN, "no ZMP yet (waiting for joint states)"
+        if out.zmp_in_world is None:
+            return WARN, "no foot in contact: no ZMP"
+        touching = [s for s in SIDES if out.contacts[s]]
+        support = "double support" if len(touching) == 2 else f"single support on the {touching[0]} foot"
+        assert out.margin is not None
+        if out.margin < 0:
+            return ERROR, f"{support}, ZMP {1000 * -out.margin:.1f} mm outside the support polygon"
+        return OK, f"{support}, margin {1000 * out.margin:.1f} mm"
+
+    def publish_diagnostics(self) -> None:
+        """Publish the node's status on /diagnostics."""
+        level, message = self.diagnostics_status()
+        values: dict[str, Any] = dict(self.counts)
+        values["dropped_unpaired"] = self.sync.dropped
+        out = self.last_output
+        if out is not None:
+            for side in SIDES:
+                values[f"{side}_contact"] = out.contacts[side]
+                values[f"{side}_normal_force_N"] = out.normal_forces[side]
+            if out.margin is not None:
+                values["margin_m"] = out.margin
+        self.pub_diag.publish(diagnostic_array(self, [diagnostic_status(
+            f"{NODE_NAME}: ZMP", level, message, values, hardware_id=self.sensor_type)]))
+        self._frame_error = None
+
+    def _zero(self, sides: Sequence[str], request: Trigger.Request,
+              response: Trigger.Response) -> Trigger.Response:
+        if self.sensor_type != "ft":
+            response.success = False
+            response.message = "zeroing is for F/T sensors; this node runs in fsr mode"
+            return response
+        q_entry = self.joint_states.at_or_before(2**62)
+        if q_entry is None:
+            response.success = False
+            response.message = "no joint state yet: the feet's orientation is unknown"
+            return response
+        soles = self._soles(q_entry[1])
+        means = {}
+        for side in sides:
+            recent = self._recent[side]
+            if not recent:
+                response.success = False
+                response.message = f"no {side} foot sensor data yet"
+                return response
+            newest = recent[-1][0]
+            window = [w for t, w in recent if newest - t <= self.zero_window_ns]
+            means[side] = np.mean(window, axis=0)
+        previous = {s: self.estimator.offsets[s].copy() for s in sides}
+        try:
+            for side in sides:
+                self.estimator.zero(side, means[side][:3], means[side][3:], soles[side],
+                                    max_load=self.zero_max_load)
+        except InvalidInputError as error:
+            self.estimator.offsets.update(previous)  # all or nothing
+            response.success = False
+            response.message = f"refused: {error}"
+            self.get_logger().warning(response.message)
+            return response
+        response.success = True
+        response.message = "zeroed " + ", ".join(
+            f"{s} (force offset {np.round(self.estimator.offsets[s][:3], 2).tolist()} N)" for s in sides)
+        self.get_logger().info(response.message)
+        return response
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Console script ``zmp_estimator``."""
+    return run_node(ZmpEstimatorNode, args, events=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

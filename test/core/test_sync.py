@@ -1,0 +1,96 @@
+"""SampleSynchronizer and StampedBuffer: pairs by stamp, independent of arrival order."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from humanoid_balance.core.sync import SampleSynchronizer, StampedBuffer
+from humanoid_balance.exceptions import ConfigurationError
+
+MS = 1_000_000
+
+
+def _sets(order: list[tuple[str, int]], tolerance: int = MS) -> list[tuple[int, int, int]]:
+    sync = SampleSynchronizer(("left", "right"), tolerance)
+    out = []
+    for side, stamp in order:
+        joined = sync.push(side, stamp, f"{side}{stamp}")
+        if joined is not None:
+            out.append((joined.stamp_ns, joined.samples["left"][0], joined.samples["right"][0]))
+    return out
+
+
+def test_equal_stamps_pair_whatever_the_arrival_order() -> None:
+    """Feet stamped alike pair one to one whether left or right arrives first, or a foot runs ahead."""
+    stamps = [k * MS for k in range(1, 6)]
+    in_turn = [(side, t) for t in stamps for side in ("left", "right")]
+    right_first = [(side, t) for t in stamps for side in ("right", "left")]
+    left_ahead = [("left", stamps[0]), ("left", stamps[1]), ("right", stamps[0]), ("right", stamps[1]),
+                  *[(side, t) for t in stamps[2:] for side in ("left", "right")]]
+    expected = [(t, t, t) for t in stamps]
+    for order in (in_turn, right_first, left_ahead):
+        assert _sets(order) == expected
+
+
+def test_unsynchronised_clocks_pair_within_the_tolerance() -> None:
+    """Right stamped 0.4 ms after left: pairs within a 0.5 ms tolerance, set stamp = newest."""
+    order = list(itertools.chain.from_iterable(
+        (("left", k * MS), ("right", k * MS + 400_000)) for k in range(1, 4)))
+    assert _sets(order, 500_000) == [(k * MS + 400_000, k * MS, k * MS + 400_000) for k in range(1, 4)]
+    assert _sets(order, 300_000) == []
+
+
+def test_a_sample_without_partner_is_dropped_and_counted() -> None:
+    """A left sample whose right partner never came is skipped over and counted once paired past."""
+    sync = SampleSynchronizer(("left", "right"), 0)
+    sync.push("left", 1 * MS, None)
+    sync.push("left", 2 * MS, None)
+    joined = sync.push("right", 2 * MS, None)
+    assert joined is not None and joined.samples["left"][0] == 2 * MS
+    assert sync.dropped == 1
+
+
+def test_each_sample_is_used_once() -> None:
+    """A repeated stamp of one foot does not make a second set with an already used partner."""
+    sync = SampleSynchronizer(("left", "right"), 0)
+    assert sync.push("left", MS, 1) is None
+    assert sync.push("right", MS, 2) is not None
+    assert sync.push("right", MS, 3) is None
+
+
+def test_queue_is_bounded() -> None:
+    """Samples of a foot whose partner is silent are kept up to queue_size, older ones dropped."""
+    sync = SampleSynchronizer(("left", "right"), 0, queue_size=10)
+    for k in range(25):
+        assert sync.push("left", k * MS, k) is None
+    assert sync.dropped == 15
+
+
+@pytest.mark.parametrize("kwargs", [{"sensors": (), "tolerance_ns": 0},
+                                    {"sensors": ("a",), "tolerance_ns": -1},
+                                    {"sensors": ("a",), "tolerance_ns": 0, "queue_size": 0}])
+def test_bad_configuration_is_refused(kwargs: dict[str, object]) -> None:
+    """No sensor, a negative tolerance or an empty queue: ConfigurationError."""
+    with pytest.raises(ConfigurationError):
+        SampleSynchronizer(**kwargs)  # type: ignore[arg-type]
+
+
+def test_buffer_gives_the_newest_at_or_before_and_knows_coverage() -> None:
+    """at_or_before picks the newest value not after the stamp; covers says a later one arrived."""
+    buffer: StampedBuffer[str] = StampedBuffer(5)
+    for k in (1, 2, 4):
+        buffer.push(k * MS, f"q{k}")
+    assert buffer.at_or_before(3 * MS) == (2 * MS, "q2")
+    assert buffer.at_or_before(4 * MS) == (4 * MS, "q4")
+    assert buffer.at_or_before(0) is None
+    assert buffer.covers(4 * MS) and not buffer.covers(5 * MS)
+
+
+def test_buffer_restarts_when_time_goes_back() -> None:
+    """A stamp older than the newest (a replay restarted) clears the buffer first."""
+    buffer: StampedBuffer[int] = StampedBuffer(5)
+    buffer.push(10 * MS, 1)
+    buffer.push(2 * MS, 2)
+    assert len(buffer) == 1 and buffer.at_or_before(10 * MS) == (2 * MS, 2)
