@@ -198,32 +198,21 @@ class SimRun:
     polygon: np.ndarray  # (N, 2) support polygon in the world
 
 
-def measured_zmp(sim: Any, ft_above_sole: float) -> np.ndarray | None:
-    """ZMP [m] (world x, y) of both feet from the ankle F/T sensors (seed 001, eq. 3.24/3.26).
+def measured_zmp(sim: Any, estimator: Any) -> np.ndarray | None:
+    """ZMP [m] (world x, y) of both feet from the ankle F/T sensors, as ``zmp_estimator`` computes it.
 
-    Per foot, in the sensor frame (origin ``d`` above the sole on its z axis):
-    ``px = (-ty - fx d) / fz``, ``py = (tx - fy d) / fz``; the feet combine
-    weighted by their vertical forces. Feet under the contact threshold are
-    left out; None when neither is in contact.
+    :class:`~humanoid_balance.core.zmp.ZmpEstimator` (seed 001, eq. 3.24/3.25/3.27,
+    foot weight below the sensors compensated, contact threshold with hysteresis),
+    with the soles' poses in the simulation's world; None when no foot is in contact.
     """
-    total_fz = 0.0
-    weighted = np.zeros(2)
+    from humanoid_balance.core.zmp import FootSample
+
+    samples = {}
     for side in SIDES:
         force, torque = sim.foot_wrench(side)
-        if force[2] < CONTACT_THRESHOLD_N:
-            continue
-        d = ft_above_sole
-        p_sensor = np.array([(-torque[1] - force[0] * d) / force[2],
-                             (torque[0] - force[1] * d) / force[2], -d])
-        sole = sim.sole_transform(side)
-        # the sensor frame is the sole frame raised by d (same axes)
-        p_world = sole[:3, :3] @ (p_sensor + np.array([0.0, 0.0, d])) + sole[:3, 3]
-        f_world_z = float((sole[:3, :3] @ force)[2])
-        weighted += p_world[:2] * f_world_z
-        total_fz += f_world_z
-    if total_fz <= CONTACT_THRESHOLD_N:
-        return None
-    return weighted / total_fz
+        samples[side] = FootSample(sim.sole_transform(side), force, torque)
+    out = estimator.step(samples)
+    return None if out.zmp_in_world is None else out.zmp_in_world[:2]
 
 
 def _yaw(rot: np.ndarray) -> float:
@@ -235,6 +224,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             secondary: Sequence[str] = ()) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz."""
     from humanoid_balance.core.rmc import RmcController, RmcInput
+    from humanoid_balance.core.zmp import humanoid_zmp_estimator
     from humanoid_balance.sim.humanoid import HumanoidSim
 
     trajectory, pose = _setup(model, speed)
@@ -249,8 +239,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
     q_model[model.q_index(list(pose))] = list(pose.values())
     controller.reset(q_model)
     q_neutral = model.neutral()
-    ft_height = float(np.linalg.norm(model.frame_transform("right_foot_ft", q_neutral)[:3, 3]
-                                     - model.frame_transform("right_sole", q_neutral)[:3, 3]))
+    estimator = humanoid_zmp_estimator(model, contact_threshold=CONTACT_THRESHOLD_N)
     sole0 = {s: sim.sole_transform(s) for s in SIDES}
     fsr_in_sole = [np.linalg.inv(model.frame_transform(f"{s}_sole", q_neutral))
                    @ model.frame_transform(f"{s}_fsr_{i}", q_neutral) for s in SIDES for i in range(4)]
@@ -270,7 +259,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
         for _ in range(substeps):
             sim.step()
-            z = measured_zmp(sim, ft_height)
+            z = measured_zmp(sim, estimator)
             cop = sim.cop()
             rec["t"].append(sim.time)
             rec["zmp"].append(z if z is not None else (np.nan, np.nan))

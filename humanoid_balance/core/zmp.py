@@ -582,3 +582,19 @@ def foot_geometry_from_model(
         mass_below_sensor=mass,
         com_below_sensor_in_sensor=com_in_sensor,
     )
+
+
+#: the seed humanoid's sole (0.22 m x 0.12 m) corners and FSR points in its sole frame [m]
+SEED_SOLE_CORNERS = np.array([[0.11, 0.06], [-0.11, 0.06], [-0.11, -0.06], [0.11, -0.06]])
+SEED_FSR_POSITIONS = np.array([[0.09, 0.05], [0.09, -0.05], [-0.09, 0.05], [-0.09, -0.05]])
+
+
+def humanoid_zmp_estimator(model: RobotModel, sensor_type: str = "ft", **kwargs: float) -> ZmpEstimator:
+    """The estimator of the seed humanoid (frames ``{side}_foot_ft``, ``{side}_sole``, ``{side}_foot``).
+
+    ``kwargs`` go to :class:`ZmpEstimator` (``contact_threshold``, ``hysteresis``, ``gravity``).
+    """
+    feet = {side: foot_geometry_from_model(
+        model, sensor_frame=f"{side}_foot_ft", sole_frame=f"{side}_sole", foot_link=f"{side}_foot",
+        sole_corners=SEED_SOLE_CORNERS, fsr_positions=SEED_FSR_POSITIONS) for side in SIDES}
+    return ZmpEstimator(feet, sensor_type=sensor_type, **kwargs)

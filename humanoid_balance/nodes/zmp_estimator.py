@@ -53,6 +53,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.sync import SampleSet, SampleSynchronizer, StampedBuffer
 from humanoid_balance.core.zmp import (
+    SEED_FSR_POSITIONS,
+    SEED_SOLE_CORNERS,
     SIDES,
     FootGeometry,
     FootSample,
@@ -75,9 +77,8 @@ from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "zmp_estimator"
 SENSOR_TYPES = ("ft", "fsr")
-#: the seed humanoid's sole (0.22 m x 0.12 m) and FSR points, in the sole frame [m]
-DEFAULT_SOLE = [0.11, 0.06, -0.11, 0.06, -0.11, -0.06, 0.11, -0.06]
-DEFAULT_FSR = [0.09, 0.05, 0.09, -0.05, -0.09, 0.05, -0.09, -0.05]
+DEFAULT_SOLE = [float(v) for v in SEED_SOLE_CORNERS.reshape(-1)]
+DEFAULT_FSR = [float(v) for v in SEED_FSR_POSITIONS.reshape(-1)]
 GREEN = ColorRGBA(r=0.1, g=0.8, b=0.1, a=1.0)
 YELLOW = ColorRGBA(r=0.95, g=0.8, b=0.1, a=1.0)
 RED = ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0)
