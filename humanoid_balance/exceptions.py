@@ -85,3 +85,34 @@ class UnknownFrameError(ModelError, KeyError):
 
 class SimulationError(HumanoidBalanceError):
     """The physics simulation cannot be built or has become invalid."""
+
+
+# --- free floating (seed 002) -------------------------------------------------
+
+
+class DynamicSingularityError(HumanoidBalanceError, ArithmeticError):
+    """The generalized Jacobian J* lost rank: a dynamic singularity of a free-floating robot.
+
+    Carries the singular values of J* (largest first) and the thresholds that
+    were crossed, so that the caller can report them; no joint velocity was
+    computed (nothing was divided through).
+    """
+
+    def __init__(
+        self, singular_values: Sequence[float], min_singular_value: float,
+        max_condition_number: float,
+    ) -> None:
+        self.singular_values = tuple(float(s) for s in singular_values)
+        self.min_singular_value = float(min_singular_value)
+        self.max_condition_number = float(max_condition_number)
+        smallest = self.singular_values[-1] if self.singular_values else 0.0
+        largest = self.singular_values[0] if self.singular_values else 0.0
+        self.condition_number = largest / smallest if smallest > 0.0 else float("inf")
+        super().__init__(
+            "dynamic singularity: the generalized Jacobian J* has smallest singular value "
+            f"{smallest:.3e} (expected >= {self.min_singular_value:.3e}) and condition number "
+            f"{self.condition_number:.3e} (expected <= {self.max_condition_number:.3e}); "
+            f"singular values {[float(f'{s:.3e}') for s in self.singular_values]}. "
+            "No joint velocity was commanded: stop the hands, or move the arms away from "
+            "this configuration with a joint-space command"
+        )
