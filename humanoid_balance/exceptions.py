@@ -116,3 +116,45 @@ class DynamicSingularityError(HumanoidBalanceError, ArithmeticError):
             "No joint velocity was commanded: stop the hands, or move the arms away from "
             "this configuration with a joint-space command"
         )
+
+
+# --- waist (seed 003: differential waist, CAN drives) -------------------------
+
+
+class BusLoadError(ConfigurationError):
+    """The chosen frames and rates would load the CAN bus beyond the allowed share."""
+
+    def __init__(self, load_pct: float, max_pct: float, bitrate: int, detail: str) -> None:
+        super().__init__(
+            f"CAN bus load {load_pct:.1f} % of {bitrate} bit/s exceeds the allowed {max_pct:.1f} % "
+            f"({detail}): lower servo_rate, raise can.bitrate or send fewer frames")
+        self.load_pct = load_pct
+        self.max_pct = max_pct
+        self.bitrate = bitrate
+
+
+class CanBusError(HumanoidBalanceError):
+    """The CAN bus cannot be opened or used (interface missing, bus-off, send failed)."""
+
+
+class DriveTimeoutError(CanBusError, TimeoutError):
+    """A drive did not answer within its feedback timeout."""
+
+    def __init__(self, motor_id: int, age_s: float, timeout_s: float) -> None:
+        super().__init__(
+            f"drive {motor_id} sent no feedback for {age_s * 1e3:.1f} ms (timeout "
+            f"{timeout_s * 1e3:.1f} ms): check its power, wiring and node id")
+        self.motor_id = motor_id
+        self.age_s = age_s
+        self.timeout_s = timeout_s
+
+
+class DriveFaultError(CanBusError):
+    """A drive reported a fault."""
+
+    def __init__(self, motor_id: int, fault_code: int, reason: str) -> None:
+        super().__init__(f"drive {motor_id} reported fault {fault_code} ({reason}): "
+                         "the motors are disabled; clear the cause, then re-enable")
+        self.motor_id = motor_id
+        self.fault_code = fault_code
+        self.reason = reason

@@ -17,7 +17,8 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
   a replayed bag yields the live run's ZMPs exactly. FSR arrays have no header;
   they are stamped with the node clock on arrival.
 - Outputs (stamped with the sample's stamp): ``/zmp``, ``/left_foot/zmp``,
-  ``/right_foot/zmp`` (PointStamped), ``/support_polygon`` (PolygonStamped),
+  ``/right_foot/zmp`` (PointStamped), ``/support_polygon`` (PolygonStamped,
+  when it changes and at least every 0.1 s),
   ``/zmp/stability_margin`` (Float64, m, positive inside), ``/zmp/markers``
   (MarkerArray at ``marker_rate``), ``/diagnostics`` at ``diagnostics_rate``.
 - Bad input: a non-finite wrench or FSR array is dropped and counted; a
@@ -77,6 +78,7 @@ from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "zmp_estimator"
 SENSOR_TYPES = ("ft", "fsr")
+POLYGON_PERIOD_NS = 100_000_000  # /support_polygon at least every 0.1 s while a ZMP is published
 DEFAULT_SOLE = [float(v) for v in SEED_SOLE_CORNERS.reshape(-1)]
 DEFAULT_FSR = [float(v) for v in SEED_FSR_POSITIONS.reshape(-1)]
 GREEN = ColorRGBA(r=0.1, g=0.8, b=0.1, a=1.0)
@@ -194,6 +196,8 @@ class ZmpEstimatorNode(Node):
         self._last_published_ns: int | None = None
         self._last_marker_ns: int | None = None
         self.last_output: ZmpOutput | None = None
+        self._last_polygon: np.ndarray | None = None
+        self._last_polygon_ns: int | None = None
         self.counts = {"samples": 0, "published": 0, "dropped_nonfinite": 0, "dropped_frame": 0,
                        "dropped_stale": 0, "no_contact": 0}
         self._frame_error: str | None = None
@@ -390,11 +394,17 @@ class ZmpEstimatorNode(Node):
             foot = out.foot_zmps_in_world[side]
             if foot is not None:
                 self.pub_foot[side].publish(self._point(stamp, foot))
-        polygon = PolygonStamped()
-        polygon.header.stamp = stamp_msg(stamp)
-        polygon.header.frame_id = self.world_frame_id
-        polygon.polygon.points = [Point32(x=float(x), y=float(y), z=0.0) for x, y in out.polygon]
-        self.pub_polygon.publish(polygon)
+        # the polygon changes with the contacts and the leg joints only: sent when it changes,
+        # and at least every POLYGON_PERIOD_NS so that late joiners get it
+        if out.polygon is not self._last_polygon or self._last_polygon_ns is None or \
+                not 0 <= stamp - self._last_polygon_ns < POLYGON_PERIOD_NS:
+            self._last_polygon = out.polygon
+            self._last_polygon_ns = stamp
+            polygon = PolygonStamped()
+            polygon.header.stamp = stamp_msg(stamp)
+            polygon.header.frame_id = self.world_frame_id
+            polygon.polygon.points = [Point32(x=float(x), y=float(y), z=0.0) for x, y in out.polygon]
+            self.pub_polygon.publish(polygon)
         self.pub_margin.publish(Float64(data=float(out.margin)))
         self.counts["published"] += 1
 
