@@ -38,7 +38,7 @@ from humanoid_balance.ros_env import use_loopback_dds
 
 NODE_DRIVER = r"""
 import sys, time, rclpy
-from rclpy.executors import SingleThreadedExecutor
+from humanoid_balance.nodes.common import make_executor
 from rclpy.parameter import Parameter
 from humanoid_balance.nodes.arm_balance import ArmBalanceNode
 rclpy.init()
@@ -48,7 +48,7 @@ node = ArmBalanceNode(parameter_overrides=[
     Parameter("joint_state_timeout", value=0.5), Parameter("job_input_timeout", value=0.5)])
 node.trigger_configure()
 node.trigger_activate()
-executor = SingleThreadedExecutor()
+executor = make_executor(events=True)  # as the node's main() spins it
 executor.add_node(node)
 print("ready", flush=True)
 end = time.monotonic() + float(sys.argv[2])

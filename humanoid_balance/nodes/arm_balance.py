@@ -392,7 +392,7 @@ class ArmBalanceNode(LifecycleNode):
         self._enabled = True
         period = 1.0 / self.settings.rate
         if self.settings.trigger == "timer":
-            self._timer = self.create_timer(period, self._cycle)
+            self._timer = self.create_timer(period, self._on_timer)
         self._diag_timer = self.create_timer(1.0 / self.settings.diagnostics_rate,
                                              self._publish_diagnostics)
         self.get_logger().info("active")
@@ -551,6 +551,10 @@ class ArmBalanceNode(LifecycleNode):
             return (f"arm joint states are {oldest * 1e-9:.3f} s old, older than "
                     f"joint_state_timeout={self.settings.joint_state_timeout} s: holding")
         return None
+
+    def _on_timer(self) -> None:
+        # no parameter: rclpy (Kilted) hands a TimerInfo to timer callbacks that take one
+        self._cycle()
 
     def _cycle(self, now_ns: int | None = None) -> None:
         if self.controller is None or self.settings is None or self.model is None:
@@ -734,7 +738,7 @@ class ArmBalanceNode(LifecycleNode):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``arm_balance``."""
-    return run_node(ArmBalanceNode, args)
+    return run_node(ArmBalanceNode, args, events=True)
 
 
 if __name__ == "__main__":
