@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import PointStamped, WrenchStamped
+from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -136,6 +136,11 @@ class MujocoSimNode(Node):
         # reliable /clock: matches reliable and best-effort subscribers (rclpy's TimeSource)
         self.pub_clock = self.create_publisher(Clock, "/clock", qos)
         self.pub_com = self.create_publisher(PointStamped, "/sim/com", qos)
+        # ground truth of a floating base (humanoid, space robot): what a state estimator gives
+        self.pub_base = self.create_publisher(PoseStamped, "/sim/base_pose", qos) \
+            if self.sim.floating_base else None
+        self._base_msg = PoseStamped()
+        self._base_msg.header.frame_id = "world"
         sides = SIDES if self.humanoid is not None else ()
         self.pub_ft = {s: self.create_publisher(WrenchStamped, f"/{s}_foot/ft", qos) for s in sides}
         self.pub_fsr = {s: self.create_publisher(Float64MultiArray, f"/{s}_foot/fsr", qos)
@@ -262,6 +267,15 @@ class MujocoSimNode(Node):
         msg.effort = _doubles(js.effort)
         self.pub_joints.publish(msg)
         self._publish_point(self.pub_com, stamp, self.sim.com())
+        if self.pub_base is not None:
+            position, quaternion = self.sim.base_pose()
+            base = self._base_msg
+            base.header.stamp = stamp
+            base.pose.position.x, base.pose.position.y, base.pose.position.z = (
+                float(v) for v in position)
+            (base.pose.orientation.x, base.pose.orientation.y, base.pose.orientation.z,
+             base.pose.orientation.w) = (float(v) for v in quaternion)
+            self.pub_base.publish(base)
         sim = self.humanoid
         if sim is None:
             return
