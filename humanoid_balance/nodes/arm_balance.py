@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Time as BuiltinTime
-from geometry_msgs.msg import PointStamped, TwistStamped, WrenchStamped
+from geometry_msgs.msg import PointStamped, PoseStamped, TwistStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
@@ -51,6 +51,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool
 
+from humanoid_balance.core.free_floating import FreeFloatingArmController
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import (
     MOMENTUM_ROWS,
@@ -69,6 +70,9 @@ NODE_NAME = "arm_balance"
 MODES = ("ground", "free_floating")
 TRIGGERS = ("timer", "joint_states")
 TWIST_FRAME = "W"
+Controller = RmcController | FreeFloatingArmController  # runtime union: Python >= 3.10
+FLOATING_TWIST_FRAME = "world"  # free_floating: inertial frame (no ground, no W)
+ARMS = ("right", "left")
 
 
 def _doubles(values: np.ndarray) -> array.array:
@@ -101,6 +105,8 @@ class _Settings:
     guard_hold_margin: float
     urdf_path: str
     diagnostics_rate: float
+    base_pose_topic: str = "/base_pose"
+    free_floating_rows: tuple[str, ...] = ("vx", "vy")
 
 
 def parse_rows(text: str) -> tuple[str, ...]:
@@ -184,10 +190,15 @@ class ArmBalanceNode(LifecycleNode):
         self.declare_parameter("guard_hold_margin", 0.01,
                                d(description="stability margin where the job arm holds, m"))
         self.declare_parameter("urdf_path", "", d(description="URDF; empty: the package's"))
+        self.declare_parameter("base_pose_topic", "/base_pose",
+                               d(description="free_floating: base pose (PoseStamped, world); "
+                                             "the simulation's is /sim/base_pose"))
+        self.declare_parameter("free_floating_rows", ["vx", "vy"],
+                               d(description="free_floating: hand velocity rows controlled"))
         self.declare_parameter("diagnostics_rate", 10.0, d(description="Hz"))
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.settings: _Settings | None = None
-        self.controller: RmcController | None = None
+        self.controller: Controller | None = None
         self.model: RobotModel | None = None
         self._pending: dict[str, object] = {}
         self._reset_state()
@@ -220,6 +231,7 @@ class ArmBalanceNode(LifecycleNode):
         self._cycles = 0
         self._holds = 0
         self._last_cycle_ns = 0
+        self._base_pose_ns = 0
         self._timer: Timer | None = None
         self._diag_timer: Timer | None = None
         self._subs: list[object] = []
@@ -262,7 +274,9 @@ class ArmBalanceNode(LifecycleNode):
             guard_slow_margin=float(values["guard_slow_margin"]),
             guard_hold_margin=float(values["guard_hold_margin"]),
             urdf_path=str(values["urdf_path"]),
-            diagnostics_rate=float(values["diagnostics_rate"]))
+            diagnostics_rate=float(values["diagnostics_rate"]),
+            base_pose_topic=str(p("base_pose_topic").value),
+            free_floating_rows=tuple(str(r) for r in p("free_floating_rows").value))
 
     def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
         configured = self.settings is not None
@@ -270,6 +284,11 @@ class ArmBalanceNode(LifecycleNode):
             problem = validate(param.name, param.value)
             if problem:
                 return SetParametersResult(successful=False, reason=problem)
+            if configured and self.settings is not None and self.settings.mode == "free_floating" \
+                    and param.name in ("selection", "secondary"):
+                return SetParametersResult(
+                    successful=False, reason=f"{param.name} does not apply in free_floating mode: "
+                    "a floating robot conserves its whole momentum")
             if configured and param.name not in self.RUNTIME and param.name != "use_sim_time":
                 return SetParametersResult(
                     successful=False,
@@ -325,18 +344,7 @@ class ArmBalanceNode(LifecycleNode):
         """Read and check the parameters, load the model, build the controller and topics."""
         try:
             settings = self._read_settings()
-            if settings.mode == "free_floating":
-                self._check_free_floating()
-            path = settings.urdf_path or str(package_urdf_path("humanoid"))
-            model = RobotModel(path, world_frame="W", gravity=settings.gravity)
-            controller = RmcController(
-                model, job_arm=settings.job_arm, selection=settings.selection,
-                reference_point=settings.reference_point,
-                friction_coefficient=settings.friction_coefficient,
-                foot_distance=settings.foot_distance,
-                damping_threshold=settings.damping_threshold, max_damping=settings.max_damping,
-                position_margin=settings.position_margin,
-                support_polygon=support_polygon_from_frames(model))
+            model, controller = self._build_controller(settings)
         except HumanoidBalanceError as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
@@ -362,6 +370,9 @@ class ArmBalanceNode(LifecycleNode):
                                      self._on_job_joints, qos),
             self.create_subscription(Float64, "/zmp/stability_margin", self._on_margin, qos),
         ]
+        if settings.mode == "free_floating":
+            self._subs.append(self.create_subscription(
+                PoseStamped, settings.base_pose_topic, self._on_base_pose, qos))
         self.srv_enable = self.create_service(SetBool, "/arm_balance/enable", self._on_enable)
         self._cmd = JointState()
         self._cmd_names: tuple[str, ...] = ()
@@ -374,16 +385,33 @@ class ArmBalanceNode(LifecycleNode):
             f"mode {settings.mode}")
         return TransitionCallbackReturn.SUCCESS
 
-    def _check_free_floating(self) -> None:
-        try:
-            import humanoid_balance.core.gjm  # noqa: F401
-        except ModuleNotFoundError as exc:
-            raise HumanoidBalanceError(
-                "mode=free_floating needs humanoid_balance.core.gjm (the generalized Jacobian), "
-                "which this build does not have; use mode=ground") from exc
-        raise HumanoidBalanceError(
-            "mode=free_floating is not wired into arm_balance yet: the generalized-Jacobian "
-            "RMRC runs in `humanoid-balance experiment free-floating`; use mode=ground here")
+    def _build_controller(self, settings: _Settings) -> tuple[RobotModel, Controller]:
+        """The model and the controller of the mode: RMC on the ground, or J* RMRC floating."""
+        if settings.mode == "free_floating":
+            path = settings.urdf_path or str(package_urdf_path("space_robot"))
+            model = RobotModel(path, floating_base=True, gravity=settings.gravity)
+            arms = {}
+            for arm in ARMS:
+                joints = model.groups.get(f"{arm}_arm") or tuple(
+                    n for n in model.joint_names if n.startswith(f"{arm}_"))
+                if not joints:
+                    raise HumanoidBalanceError(f"free_floating: no {arm} arm joints in {path}")
+                arms[arm] = joints
+            controller: Controller = FreeFloatingArmController(
+                model, arms, {arm: f"{arm}_hand" for arm in ARMS}, job_arm=settings.job_arm,
+                rows=settings.free_floating_rows, position_margin=settings.position_margin)
+            return model, controller
+        path = settings.urdf_path or str(package_urdf_path("humanoid"))
+        model = RobotModel(path, world_frame="W", gravity=settings.gravity)
+        controller = RmcController(
+            model, job_arm=settings.job_arm, selection=settings.selection,
+            reference_point=settings.reference_point,
+            friction_coefficient=settings.friction_coefficient,
+            foot_distance=settings.foot_distance,
+            damping_threshold=settings.damping_threshold, max_damping=settings.max_damping,
+            position_margin=settings.position_margin,
+            support_polygon=support_polygon_from_frames(model))
+        return model, controller
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the control loop; commands start once fresh joint states arrive."""
@@ -471,13 +499,30 @@ class ArmBalanceNode(LifecycleNode):
             if now - self._last_cycle_ns >= 0.9 * period_ns or self._last_cycle_ns == 0:
                 self._cycle(now)
 
+    def _on_base_pose(self, msg: PoseStamped) -> None:
+        if self._q is None:
+            return
+        p, o = msg.pose.position, msg.pose.orientation
+        base = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+        norm = float(np.linalg.norm(base[3:]))
+        if not np.all(np.isfinite(base)) or abs(norm - 1.0) > 1e-3:
+            self._problem("base_pose", f"base pose {base.round(4).tolist()} is not finite or its "
+                          "quaternion is not unit: ignored")
+            return
+        self._problems.pop("base_pose", None)
+        base[3:] /= norm
+        self._q[0:7] = base
+        self._base_pose_ns = self._now_ns()
+
     def _on_twist(self, msg: TwistStamped) -> None:
         frame = msg.header.frame_id
         t = msg.twist
         twist = np.array([t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
                           t.angular.z])
-        if frame != TWIST_FRAME:
-            self._problem("job_input", f"job twist in frame {frame!r}, expected {TWIST_FRAME!r}: "
+        expected = FLOATING_TWIST_FRAME if self.settings is not None and \
+            self.settings.mode == "free_floating" else TWIST_FRAME
+        if frame != expected:
+            self._problem("job_input", f"job twist in frame {frame!r}, expected {expected!r}: "
                           "ignored, job arm stopping")
             self._twist = None
             self._job_qd = None
@@ -570,6 +615,10 @@ class ArmBalanceNode(LifecycleNode):
         self._last_cycle_ns = now
         self._apply_pending()
         problem = self._joint_state_problem(now)
+        if problem is None and self.settings.mode == "free_floating" and \
+                now - self._base_pose_ns > self.settings.joint_state_timeout * 1e9:
+            problem = (f"no base pose on {self.settings.base_pose_topic} within joint_state_timeout="
+                       f"{self.settings.joint_state_timeout} s: holding")
         if problem is not None:
             self._problems["joint_states"] = problem
             self.get_logger().warning(problem, throttle_duration_sec=1.0)
@@ -723,7 +772,7 @@ class ArmBalanceNode(LifecycleNode):
         if out is not None and not (out.job_exact and out.balance_exact):
             level = WARN
             message = "joint limits saturate the command: " + ",".join(out.saturated_joints)
-        if out is not None and not out.indicators.balanced:
+        if out is not None and self.settings.mode == "ground" and not out.indicators.balanced:
             level = WARN
             message = "balance indicators out of bounds (lift-off, slide, turn or ZMP)"
         if self._problems:

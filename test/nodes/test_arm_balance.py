@@ -122,13 +122,91 @@ def test_configure_refuses_an_unknown_job_arm(rclpy_context: Any) -> None:
         h.close()
 
 
-def test_free_floating_mode_is_refused_with_a_reason(rclpy_context: Any) -> None:
-    """mode=free_floating fails configure (not wired into this node) instead of running ground RMC."""
-    from rclpy.lifecycle import TransitionCallbackReturn
+def _floating_harness(context: Any, overrides: dict[str, Any] | None = None) -> Harness:
+    from humanoid_balance.resources import urdf_path
 
-    h = Harness(rclpy_context, {"mode": "free_floating"})
+    return Harness(context, {"mode": "free_floating", "urdf_path": str(urdf_path("humanoid")),
+                             "free_floating_rows": ["vx", "vy", "vz", "wx", "wy", "wz"],
+                             "base_pose_topic": "/sim/base_pose", **(overrides or {})})
+
+
+def _publish_base_pose(h: Harness, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+    """Spin the harness while also publishing a base pose at the origin."""
+    from geometry_msgs.msg import PoseStamped
+
+    pub = h.probe.create_publisher(PoseStamped, "/sim/base_pose", 10)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pose = PoseStamped()
+        pose.header.frame_id = "world"
+        pose.pose.orientation.w = 1.0
+        pub.publish(pose)
+        if h.spin(0.01, until):
+            return True
+    return until() if until is not None else True
+
+
+def test_free_floating_mode_moves_the_job_hand_and_holds_the_other(rclpy_context: Any) -> None:
+    """mode=free_floating: the commands make the job hand follow the twist, the other hand stay still."""
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.resources import urdf_path
+
+    h = _floating_harness(rclpy_context)
     try:
-        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        h.activate()
+        twist = [0.03, 0.0, 0.02, 0.0, 0.0, 0.0]
+        h.twist = ("world", twist)
+        assert _publish_base_pose(h, 3.0, lambda: len(h.commands) > 200)
+        model = RobotModel(urdf_path("humanoid"), floating_base=True)
+        last = h.commands[-1]
+        q = model.neutral()
+        q[model.q_index(list(last.name))] = list(last.position)
+        from humanoid_balance.core.gjm import generalized_jacobian
+
+        gjm = generalized_jacobian(model, q, ("right_hand", "left_hand"), joints=list(last.name))
+        hands = gjm.matrix @ np.asarray(last.velocity)
+        np.testing.assert_allclose(hands[:6], twist, atol=2e-3)  # q moved by one cycle since
+        np.testing.assert_allclose(hands[6:], 0.0, atol=2e-3)
+    finally:
+        h.close()
+
+
+def test_free_floating_mode_holds_without_a_base_pose(rclpy_context: Any) -> None:
+    """mode=free_floating and no base pose: no motion command, diagnostics name the base pose topic."""
+    h = _floating_harness(rclpy_context)
+    try:
+        h.activate()
+        h.twist = ("world", [0.03, 0.0, 0.0, 0.0, 0.0, 0.0])
+        h.spin(1.0, lambda: h.diagnostics_mention("/sim/base_pose"))
+        assert h.diagnostics_mention("no base pose on /sim/base_pose")
+        assert all(np.allclose(c.velocity, 0.0) for c in h.commands)
+    finally:
+        h.close()
+
+
+def test_free_floating_dynamic_singularity_holds_and_reports(rclpy_context: Any) -> None:
+    """Straight arms (J* singular): the node holds and reports the singularity, never divides."""
+    h = _floating_harness(rclpy_context)
+    h.positions[:] = 0.0  # every joint at zero: both arms straight
+    try:
+        h.activate()
+        h.twist = ("world", [0.03, 0.0, 0.0, 0.0, 0.0, 0.0])
+        _publish_base_pose(h, 2.0, lambda: h.diagnostics_mention("singular"))
+        assert h.diagnostics_mention("singular")
+        assert all(np.all(np.isfinite(c.velocity)) and np.allclose(c.velocity, 0.0) for c in h.commands)
+    finally:
+        h.close()
+
+
+def test_selection_does_not_apply_in_free_floating_mode(rclpy_context: Any) -> None:
+    """Setting selection on a free-floating node is refused with the reason."""
+    from rclpy.parameter import Parameter
+
+    h = _floating_harness(rclpy_context)
+    try:
+        h.activate()
+        result = h.node.set_parameters([Parameter("selection", value=["Lx"])])[0]
+        assert not result.successful and "free_floating" in result.reason
     finally:
         h.close()
 

@@ -237,7 +237,7 @@ def test_no_foot_in_contact_publishes_no_zmp_and_says_so(harness: Any) -> None:
 def test_nan_wrench_is_dropped_and_counted(harness: Any) -> None:
     """A NaN in a wrench: that sample gives no ZMP, the drop is counted, good samples go on."""
     h = harness()
-    good = {"left": sensor_wrench("left", (0.0, 0.0), 270.0), "right": sensor_wrench("right", (0.0, 0.0), 270.0)}
+    good = {side: sensor_wrench(side, (0.0, 0.0), 270.0) for side in SIDES}
     bad = dict(good)
     bad["left"] = good["left"].copy()
     bad["left"][4] = float("nan")

@@ -189,7 +189,8 @@ def test_replayed_bag_gives_the_live_zmp_sequence(live_run: LiveRun, tmp_path: P
 
     probe.create_subscription(PointStamped, "/zmp", on_zmp, 1000)
     player = subprocess.Popen(
-        [sys.executable, "-m", "humanoid_balance.cli", "replay", str(live_run.bag), "--exclude", "/zmp", "/zmp_fsr",
+        [sys.executable, "-m", "humanoid_balance.cli", "replay", str(live_run.bag),
+         "--exclude", "/zmp", "/zmp_fsr",
          "--rate", str(RATE), "--wait-for", "/left_foot/ft", "/right_foot/ft", "/joint_states", "/clock"],
         env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
