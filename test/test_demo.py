@@ -25,6 +25,7 @@ def test_demo_balances_the_strike_and_records_it(tmp_path: Path) -> None:
     assert "demo summary:" in proc.stdout
     metrics = json.loads((tmp_path / "demo.json").read_text())["metrics"]
     assert metrics["faults_seen"]["value"] == 0
+    assert metrics["arm_balance_holds"]["value"] == 0
     assert metrics["simulated_s"]["value"] == pytest.approx(2.8, abs=0.01)
     assert metrics["max_abs_Lx_Ly_model"]["value"] < 1e-9
     assert 5.0 < metrics["cop_peak_shift_mm"]["value"] < 53.0, metrics["cop_peak_shift_mm"]

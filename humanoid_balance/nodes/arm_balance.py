@@ -612,6 +612,12 @@ class ArmBalanceNode(LifecycleNode):
                 self._overruns += 1
         self._last_cycle_wall = wall
         now = self._now_ns() if now_ns is None else now_ns
+        period = 1.0 / self.settings.rate
+        # the step is the time since the last cycle on the node clock (simulation time with
+        # use_sim_time), so that late cycles still integrate the commanded positions at the
+        # commanded speed; clamped to [0.5, 10] periods (a longer gap: the stale-input checks hold)
+        dt = period if self._last_cycle_ns == 0 else \
+            float(np.clip((now - self._last_cycle_ns) * 1e-9, 0.5 * period, 10.0 * period))
         self._last_cycle_ns = now
         self._apply_pending()
         problem = self._joint_state_problem(now)
@@ -638,7 +644,7 @@ class ArmBalanceNode(LifecycleNode):
         inputs = self._job_input(now, q)
         t0 = time.perf_counter()
         try:
-            out = self.controller.step(inputs, 1.0 / self.settings.rate)
+            out = self.controller.step(inputs, dt)
         except HumanoidBalanceError as exc:
             self._problem("controller", f"controller step failed: {exc}: holding")
             self._publish_hold(str(exc))
