@@ -21,6 +21,7 @@ socket off loopback, and separate processes still talk.
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -53,6 +54,19 @@ def use_loopback_dds(
     env = loopback_dds_environment(domain_id)
     target.update(env)
     return env
+
+
+def add_dds_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--robot-dds`` and ``--domain-id`` for the command-line tools that start DDS."""
+    parser.add_argument("--robot-dds", action="store_true",
+                        help="use the environment's DDS settings instead of the loopback profile")
+    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID")
+
+
+def apply_dds_arguments(args: argparse.Namespace) -> None:
+    """Loopback DDS unless ``--robot-dds`` (call before importing rclpy)."""
+    if not args.robot_dds:
+        use_loopback_dds(args.domain_id)
 
 
 def _socket_inodes(pid: int) -> set[str]:

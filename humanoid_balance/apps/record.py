@@ -19,7 +19,7 @@ from types import FrameType
 
 from humanoid_balance.bag import STORAGES, BagRecorder
 from humanoid_balance.exceptions import HumanoidBalanceError
-from humanoid_balance.ros_env import use_loopback_dds
+from humanoid_balance.ros_env import add_dds_arguments, apply_dds_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,15 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--use-sim-time", action="store_true", help="log times from /clock")
     parser.add_argument("--discovery-wait", type=float, default=2.0,
                         help="s to wait for the named topics' publishers to be seen (default 2)")
-    parser.add_argument("--robot-dds", action="store_true",
-                        help="use the environment's DDS settings instead of the loopback profile")
-    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID")
+    add_dds_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Record until the duration ends or Ctrl-C; 0 on success."""
-    if not args.robot_dds:
-        use_loopback_dds(args.domain_id)
+    apply_dds_arguments(args)
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter

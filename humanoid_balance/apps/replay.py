@@ -20,7 +20,7 @@ from types import FrameType
 
 from humanoid_balance.bag import CLOCK_MODES, BagError, BagPlayer, bag_topics
 from humanoid_balance.exceptions import HumanoidBalanceError
-from humanoid_balance.ros_env import use_loopback_dds
+from humanoid_balance.ros_env import add_dds_arguments, apply_dds_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,15 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delay", type=float, default=0.5,
                         help="s to wait before the first message, after --wait-for, for discovery to "
                              "finish (default 0.5)")
-    parser.add_argument("--robot-dds", action="store_true",
-                        help="use the environment's DDS settings instead of the loopback profile")
-    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID")
+    add_dds_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Replay the bag; 0 when every message went out."""
-    if not args.robot_dds:
-        use_loopback_dds(args.domain_id)
+    apply_dds_arguments(args)
     import rclpy
 
     try:
