@@ -158,3 +158,37 @@ class DriveFaultError(CanBusError):
         self.motor_id = motor_id
         self.fault_code = fault_code
         self.reason = reason
+
+
+# --- identification (seed 004: gravity parameters of the lunar arm) -----------
+
+
+class IdentificationError(HumanoidBalanceError):
+    """Gravity-parameter identification cannot be done with what it was given."""
+
+
+class InsufficientSamplesError(IdentificationError, ValueError):
+    """Fewer samples than parameters to estimate."""
+
+    def __init__(self, what: str, samples: int, parameters: Sequence[str]) -> None:
+        self.samples = samples
+        self.parameters = tuple(parameters)
+        super().__init__(
+            f"{what}: {samples} samples for {len(self.parameters)} parameters "
+            f"{list(self.parameters)}; expected at least {len(self.parameters)}: "
+            "record a longer sweep or more configurations")
+
+
+class UnidentifiableParametersError(IdentificationError, ArithmeticError):
+    """The regressor lost rank: some parameters cannot be told apart from the data."""
+
+    def __init__(self, what: str, rank: int, parameters: Sequence[str],
+                 unidentifiable: Sequence[str]) -> None:
+        self.rank = rank
+        self.parameters = tuple(parameters)
+        self.unidentifiable = tuple(unidentifiable)
+        super().__init__(
+            f"{what}: the regressor has rank {rank}, expected {len(self.parameters)}; "
+            f"parameters {list(self.unidentifiable)} cannot be identified from these samples "
+            "(they do not change the torques, or only together with others): sweep the "
+            "joint further, choose other static configurations, or drop them from the set")

@@ -22,6 +22,7 @@ explicit bound on the integral term equal to the current limit.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -116,24 +117,25 @@ class MotorServo:
         Raises:
             InvalidInputError: a non-finite input (nothing is integrated then).
         """
-        if not (np.isfinite(position_ref_rad) and np.isfinite(velocity_ff_rad_s)
-                and np.isfinite(position_rad)):
+        if not (math.isfinite(position_ref_rad) and math.isfinite(velocity_ff_rad_s)
+                and math.isfinite(position_rad)):
             raise InvalidInputError(
                 f"servo inputs must be finite, got position_ref={position_ref_rad}, "
                 f"velocity_ff={velocity_ff_rad_s}, position={position_rad}")
+        # scalar arithmetic only: two of these run every 2 ms
         g = self.gains
         previous = position_rad if self._previous_position is None else self._previous_position
         velocity = (position_rad - previous) / g.dt
         self._previous_position = float(position_rad)
-        v_ref = velocity_ff_rad_s + g.kp * (position_ref_rad - position_rad)
-        v_ref = float(np.clip(v_ref, -g.velocity_limit_rad_s, g.velocity_limit_rad_s))
+        v_lim = g.velocity_limit_rad_s
+        v_ref = min(max(velocity_ff_rad_s + g.kp * (position_ref_rad - position_rad), -v_lim), v_lim)
         error = v_ref - velocity
         limit_units = g.current_limit_a / g.current_unit_a
-        candidate = float(np.clip(self._integral + g.ki * error * g.dt, -limit_units, limit_units))
+        candidate = min(max(self._integral + g.ki * error * g.dt, -limit_units), limit_units)
         unsaturated = g.kv * error + candidate
         saturated = abs(unsaturated) > limit_units
         # conditional integration: freeze while saturated in the error's direction
-        if not (saturated and np.sign(unsaturated) == np.sign(error)):
+        if not (saturated and (unsaturated > 0.0) == (error > 0.0) and error != 0.0):
             self._integral = candidate
-        command = float(np.clip(g.kv * error + self._integral, -limit_units, limit_units))
+        command = min(max(g.kv * error + self._integral, -limit_units), limit_units)
         return ServoOutput(command * g.current_unit_a, v_ref, velocity, saturated)

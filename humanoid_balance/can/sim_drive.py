@@ -1,0 +1,528 @@
+"""Simulated waist drives on a python-can ``virtual`` bus (seed 003).
+
+Two DC motors drive the pitch and roll joints through the differential of
+eqs. (1)-(4) (``q = J_qw theta``). Each drive speaks the protocol of
+``waist_drive.dbc`` (:mod:`humanoid_balance.can.protocol`) and models:
+
+* the current loop of the paper: proportional gain ``k_ia = 20`` around an
+  armature with electrical time constant ``tau_e = 11 ms`` (closed-loop pole at
+  ``(1 + 20) / 11 ms``, about 300 Hz), back-EMF included, discretised exactly
+  per sub-step; the current is limited to ``current_limit_a``;
+* motor + gear + load dynamics: rotor inertia and viscous friction per motor,
+  the load's joint inertia and joint torque (gravity of the torso or a torque
+  injected from a physics simulation) reflected through ``J_qw``:
+  ``(J_r I + J_qw^T M_q J_qw) thetadd = k_t i - b thetad + J_qw^T tau_q``;
+* an incremental encoder (``counts_per_rev`` counts per motor turn);
+* a watchdog: an enabled drive that receives no setpoint frame for
+  ``watchdog_timeout_s`` faults (``FaultCode.WATCHDOG``);
+* the hold behaviour: whenever a drive is not enabled (disabled, faulted, watchdog)
+  its output stage is off and a spring-applied holding brake engages after
+  ``brake_delay_s``; the brake holds the shaft up to ``brake_torque_nm`` and slips
+  with that torque beyond. The waist therefore holds the torso when a drive faults
+  instead of dropping it (``brake_torque_nm = 0`` shows the limp drop);
+* fault injection: drop incoming frames with a probability, stop answering,
+  report a fault, put an error frame (bus-off) on the bus.
+
+The simulation is stepped by a clock (:meth:`SimulatedWaist.step`), so it runs in
+lock-step with a controller in tests and experiments, or in real time from its own
+thread (:meth:`SimulatedWaist.start_realtime`) next to the waist node, e.g. in the
+demo, where :meth:`SimulatedWaist.joint_angles` drives the MuJoCo joints
+``waist_pitch`` and ``waist_roll`` and :meth:`SimulatedWaist.set_load_torque`
+takes the torso's gravity torque from the simulation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+import can
+import numpy as np
+from numpy.typing import NDArray
+
+from humanoid_balance.can.protocol import (
+    CAN_ERR_BUSOFF,
+    COUNTS_PER_REV,
+    ControlCommand,
+    ControlFrame,
+    DriveState,
+    FaultCode,
+    SetpointCommand,
+    WaistProtocol,
+)
+from humanoid_balance.core.waist_kinematics import DifferentialWaist
+from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+
+FloatArray = NDArray[np.float64]
+GRAVITY = 9.81
+
+
+@dataclass(frozen=True)
+class MotorParameters:
+    """One waist motor and its drive (SI units).
+
+    Attributes:
+        torque_constant_nm_a: ``k_t`` (= back-EMF constant in V s/rad).
+        resistance_ohm: armature resistance.
+        electrical_time_constant_s: ``L / R`` (paper: 11 ms).
+        current_loop_gain: drive current-loop proportional gain (paper: 20).
+        current_limit_a: drive current limit.
+        rotor_inertia_kg_m2: rotor + gear input inertia.
+        viscous_friction_nm_s: at the motor shaft.
+        counts_per_rev: encoder counts per motor turn.
+        watchdog_timeout_s: setpoint silence that trips the watchdog.
+        brake_torque_nm: holding brake capacity at the motor shaft.
+        brake_delay_s: time from disable/fault to brake engaged.
+        status_period_s: period of the DriveStatus frame.
+    """
+
+    torque_constant_nm_a: float = 0.05
+    resistance_ohm: float = 1.0
+    electrical_time_constant_s: float = 0.011
+    current_loop_gain: float = 20.0
+    current_limit_a: float = 8.0
+    rotor_inertia_kg_m2: float = 5e-5
+    viscous_friction_nm_s: float = 1e-5
+    counts_per_rev: int = COUNTS_PER_REV
+    watchdog_timeout_s: float = 0.02
+    brake_torque_nm: float = 0.6
+    brake_delay_s: float = 0.005
+    status_period_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("torque_constant_nm_a", "resistance_ohm", "electrical_time_constant_s",
+                     "current_loop_gain", "current_limit_a", "rotor_inertia_kg_m2",
+                     "watchdog_timeout_s", "status_period_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0.0:
+                raise ConfigurationError(f"motor {name} must be finite and > 0, got {value}")
+        for name in ("viscous_friction_nm_s", "brake_torque_nm", "brake_delay_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0.0:
+                raise ConfigurationError(f"motor {name} must be finite and >= 0, got {value}")
+
+
+@dataclass(frozen=True)
+class TorsoLoad:
+    """The torso carried by the waist: a point mass above the waist joints.
+
+    Joint gravity torque for the chain pitch (about y) then roll (about x), CoM at
+    ``com_height_m`` on the plate's z axis:
+    ``tau = m g h [sin q1 cos q2, cos q1 sin q2]`` (it pulls the torso further over).
+
+    Attributes:
+        mass_kg: carried mass.
+        com_height_m: CoM height above the joint axes.
+        inertia_kg_m2: joint-space inertia ``[pitch, roll]`` about the joint axes.
+    """
+
+    mass_kg: float = 25.0
+    com_height_m: float = 0.3
+    inertia_kg_m2: tuple[float, float] = (2.6, 2.3)
+
+    def gravity_torque(self, q: FloatArray) -> FloatArray:
+        """Joint torque of gravity ``[pitch, roll]`` at joint angles ``q``, N m."""
+        q1, q2 = float(q[0]), float(q[1])
+        mgh = self.mass_kg * GRAVITY * self.com_height_m
+        return np.array([mgh * math.sin(q1) * math.cos(q2), mgh * math.cos(q1) * math.sin(q2)])
+
+
+def waist_joint_angles(motor_angles_rad: FloatArray, gear_ratio_pitch: float,
+                       gear_ratio_roll: float) -> FloatArray:
+    """``[waist_pitch, waist_roll]`` in rad from the two motor angles (eq. 3 integrated)."""
+    waist = DifferentialWaist(gear_ratio_pitch=gear_ratio_pitch, gear_ratio_roll=gear_ratio_roll)
+    return waist.joint_from_motor(np.asarray(motor_angles_rad, dtype=float))
+
+
+@dataclass
+class SimulatedDrive:
+    """The protocol side and fault state of one simulated drive (node id 1 or 2)."""
+
+    node_id: int
+    params: MotorParameters
+    enabled: bool = False
+    fault_code: FaultCode = FaultCode.NONE
+    mode: ControlCommand = ControlCommand.MODE_CURRENT
+    setpoint: float = 0.0
+    last_setpoint_s: float = -math.inf
+    disabled_since_s: float = 0.0
+    answering: bool = True
+    drop_probability: float = 0.0
+    frames_received: int = 0
+    frames_dropped: int = 0
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+
+    @property
+    def faulted(self) -> bool:
+        """Whether the drive is in a fault state."""
+        return self.fault_code != FaultCode.NONE
+
+    @property
+    def state(self) -> DriveState:
+        """The drive state reported in DriveStatus."""
+        if self.faulted:
+            return DriveState.FAULT
+        return DriveState.ENABLED if self.enabled else DriveState.DISABLED
+
+    def brake_engaged(self, now_s: float) -> bool:
+        """Whether the holding brake holds the shaft now."""
+        return (not self.enabled) and now_s - self.disabled_since_s >= self.params.brake_delay_s
+
+    def _disable(self, now_s: float) -> None:
+        if self.enabled:
+            self.disabled_since_s = now_s
+        self.enabled = False
+        self.setpoint = 0.0
+
+    def fault(self, code: FaultCode, now_s: float) -> None:
+        """Enter the fault state: output off, brake engages after its delay."""
+        self._disable(now_s)
+        self.fault_code = code
+
+    def on_control(self, command: ControlCommand, now_s: float) -> None:
+        """Apply a DriveControl command."""
+        if command == ControlCommand.DISABLE:
+            self._disable(now_s)
+        elif command == ControlCommand.ENABLE:
+            if not self.faulted and not self.enabled:
+                self.enabled = True
+                self.setpoint = 0.0  # never resume a latched setpoint
+                self.last_setpoint_s = now_s
+        elif command == ControlCommand.CLEAR_FAULT:
+            if not self.enabled:
+                self.fault_code = FaultCode.NONE
+        elif not self.enabled:
+            self.mode = command  # mode changes only while disabled
+
+    def on_setpoint(self, command: SetpointCommand, now_s: float) -> None:
+        """Apply a setpoint frame: only an enabled drive in the matching mode takes it."""
+        kind = {ControlCommand.MODE_CURRENT: "current", ControlCommand.MODE_VELOCITY: "velocity",
+                ControlCommand.MODE_POSITION: "position"}[self.mode]
+        if self.enabled and command.kind == kind:
+            self.setpoint = command.values[self.node_id - 1]
+            self.last_setpoint_s = now_s
+
+    def check_watchdog(self, now_s: float) -> None:
+        """Fault when enabled and no setpoint came for the watchdog time."""
+        if self.enabled and now_s - self.last_setpoint_s > self.params.watchdog_timeout_s:
+            self.fault(FaultCode.WATCHDOG, now_s)
+
+    def current_reference(self, theta: float, omega: float) -> float:
+        """The current-loop reference, A (0 when not enabled)."""
+        if not self.enabled:
+            return 0.0
+        if self.mode == ControlCommand.MODE_CURRENT:
+            i_ref = self.setpoint
+        elif self.mode == ControlCommand.MODE_VELOCITY:
+            i_ref = 0.5 * (self.setpoint - omega)
+        else:
+            i_ref = 0.5 * (13.0 * (self.setpoint - theta) - omega)
+        lim = self.params.current_limit_a
+        return min(max(i_ref, -lim), lim)
+
+
+class SimulatedWaist:
+    """Two simulated drives, the differential and the torso, on one virtual CAN bus.
+
+    Args:
+        channel: python-can virtual channel shared with the controller.
+        waist: the differential's geometry (gear ratios).
+        motor: motor and drive parameters (both motors alike).
+        torso: the carried load; None = no built-in load (inertia ``load_inertia_kg_m2``,
+            torque only from :meth:`set_load_torque`).
+        load_inertia_kg_m2: joint inertia ``[pitch, roll]`` when ``torso`` is None.
+        initial_joint_rad: starting ``[pitch, roll]``; the encoders count from q = 0.
+        substep_s: physics sub-step.
+        bus: an already-open python-can bus to use instead of opening ``channel``.
+    """
+
+    def __init__(self, *, channel: str = "waist", waist: DifferentialWaist | None = None,
+                 motor: MotorParameters | None = None, torso: TorsoLoad | None = None,
+                 load_inertia_kg_m2: tuple[float, float] = (2.6, 2.3),
+                 initial_joint_rad: tuple[float, float] = (0.0, 0.0),
+                 substep_s: float = 2.5e-4, bus: can.BusABC | None = None) -> None:
+        if not math.isfinite(substep_s) or not 0.0 < substep_s <= 1e-3:
+            raise ConfigurationError(f"substep_s must be in (0, 1 ms], got {substep_s}")
+        self.waist = waist if waist is not None else DifferentialWaist()
+        self.params = motor if motor is not None else MotorParameters()
+        self.torso = torso
+        inertia = torso.inertia_kg_m2 if torso is not None else load_inertia_kg_m2
+        j_qw = self.waist.j_qw
+        self._mass = (self.params.rotor_inertia_kg_m2 * np.eye(2)
+                      + j_qw.T @ np.diag(np.asarray(inertia, dtype=float)) @ j_qw)
+        self.protocol = WaistProtocol(self.params.counts_per_rev)
+        self.bus = bus if bus is not None else can.Bus(interface="virtual", channel=channel)
+        self._own_bus = bus is None
+        self.drives = (SimulatedDrive(1, self.params), SimulatedDrive(2, self.params))
+        self.substep_s = substep_s
+        self.time_s = 0.0
+        self.theta = self.waist.motor_from_joint(np.asarray(initial_joint_rad, dtype=float))
+        self.omega = np.zeros(2)
+        self.current = np.zeros(2)
+        self.external_joint_torque = np.zeros(2)
+        self._next_status_s = 0.0
+        self._status_dirty = True
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # --- public API ---------------------------------------------------------------
+
+    def motor_angles(self) -> FloatArray:
+        """True motor shaft angles ``[theta1, theta2]``, rad."""
+        with self._lock:
+            return self.theta.copy()
+
+    def motor_velocities(self) -> FloatArray:
+        """Motor speeds ``[w1, w2]``, rad/s."""
+        with self._lock:
+            return self.omega.copy()
+
+    def motor_currents(self) -> FloatArray:
+        """Motor currents, A."""
+        with self._lock:
+            return self.current.copy()
+
+    def joint_angles(self) -> FloatArray:
+        """``[waist_pitch, waist_roll]``, rad (for the MuJoCo joints of the same names)."""
+        with self._lock:
+            return self.waist.joint_from_motor(self.theta)
+
+    def joint_velocities(self) -> FloatArray:
+        """Joint rates ``[pitch, roll]``, rad/s."""
+        with self._lock:
+            return self.waist.j_qw @ self.omega
+
+    def encoder_counts(self) -> tuple[int, int]:
+        """The encoders' counts."""
+        cpr = self.params.counts_per_rev
+        with self._lock:
+            return (math.floor(self.theta[0] / (2 * math.pi) * cpr),
+                    math.floor(self.theta[1] / (2 * math.pi) * cpr))
+
+    def set_load_torque(self, joint_torque_nm: FloatArray) -> None:
+        """External joint torque ``[pitch, roll]`` (e.g. the torso's gravity from MuJoCo), N m.
+
+        Added to the built-in torso's gravity when a torso is configured.
+        """
+        torque = np.asarray(joint_torque_nm, dtype=float)
+        if torque.shape != (2,) or not np.all(np.isfinite(torque)):
+            raise InvalidInputError(f"joint torque must be 2 finite values, got {torque!r}")
+        with self._lock:
+            self.external_joint_torque = torque
+
+    def inject_fault(self, node_id: int, code: FaultCode = FaultCode.INTERNAL) -> None:
+        """Make drive ``node_id`` report a fault (output off, brake)."""
+        with self._lock:
+            self.drives[node_id - 1].fault(code, self.time_s)
+            self._status_dirty = True
+
+    def stop_answering(self, node_id: int, stop: bool = True) -> None:
+        """Drive ``node_id`` stops (or resumes) sending anything."""
+        with self._lock:
+            self.drives[node_id - 1].answering = not stop
+
+    def drop_frames(self, node_id: int, probability: float) -> None:
+        """Drive ``node_id`` loses each incoming frame with ``probability``."""
+        if not 0.0 <= probability <= 1.0:
+            raise ConfigurationError(f"probability must be in [0, 1], got {probability}")
+        with self._lock:
+            self.drives[node_id - 1].drop_probability = probability
+
+    def inject_bus_off(self) -> None:
+        """Put a bus-off error frame on the bus (as SocketCAN reports a controller bus-off)."""
+        self._send(can.Message(arbitration_id=CAN_ERR_BUSOFF, is_error_frame=True,
+                               is_extended_id=False, dlc=8, data=bytes(8)))
+
+    def send_raw(self, msg: can.Message) -> None:
+        """Send any frame on the bus (malformed-frame tests)."""
+        self._send(msg)
+
+    # --- stepping -------------------------------------------------------------------
+
+    def handle_pending(self) -> None:
+        """Receive and answer every frame waiting on the bus."""
+        while True:
+            msg = self.bus.recv(timeout=0.0)
+            if msg is None:
+                return
+            self._handle(msg)
+
+    def step(self, dt: float) -> None:
+        """Answer pending frames, then advance the physics by ``dt`` seconds."""
+        if not math.isfinite(dt) or dt <= 0.0:
+            raise InvalidInputError(f"dt must be finite and > 0, got {dt}")
+        self.handle_pending()
+        with self._lock:
+            n = max(1, math.ceil(dt / self.substep_s - 1e-9))
+            h = dt / n
+            for _ in range(n):
+                self._integrate(h)
+                self.time_s += h
+            for drive in self.drives:
+                was = drive.fault_code
+                drive.check_watchdog(self.time_s)
+                if drive.fault_code != was:
+                    self._status_dirty = True
+            status_due = self.time_s >= self._next_status_s or self._status_dirty
+        if status_due:
+            self._send_status()
+
+    def start_realtime(self, period_s: float = 0.001) -> None:
+        """Step in real time from a daemon thread until :meth:`stop_realtime`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def _run() -> None:
+            last = time.monotonic()
+            deadline = last
+            while not self._stop.is_set():
+                deadline += period_s
+                delay = deadline - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                now = time.monotonic()
+                # a starved thread slows the simulation down instead of jumping ahead
+                # (a jump would process the queued setpoints at a stale time)
+                self.step(min(max(now - last, 1e-6), 2.0 * period_s))
+                last = now
+
+        self._thread = threading.Thread(target=_run, name="simulated-waist", daemon=True)
+        self._thread.start()
+
+    def stop_realtime(self) -> None:
+        """Stop the real-time thread."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+    def close(self) -> None:
+        """Stop stepping and close the bus (if this object opened it)."""
+        self.stop_realtime()
+        if self._own_bus:
+            self.bus.shutdown()
+
+    def __enter__(self) -> SimulatedWaist:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- internals --------------------------------------------------------------------
+
+    def _send(self, msg: can.Message) -> None:
+        # a real drive cannot report a failed send either
+        with contextlib.suppress(can.CanError):
+            self.bus.send(msg, timeout=0.01)
+
+    def _handle(self, msg: can.Message) -> None:
+        decoded = self.protocol.decode(msg)
+        with self._lock:
+            now = self.time_s
+            if isinstance(decoded, ControlFrame):
+                drive = self.drives[decoded.motor_id - 1]
+                if self._lost(drive):
+                    return
+                before = (drive.enabled, drive.fault_code)
+                drive.on_control(decoded.command, now)
+                if (drive.enabled, drive.fault_code) != before:
+                    self._status_dirty = True
+                if drive.enabled and not before[0]:
+                    self.current[drive.node_id - 1] = 0.0
+            elif isinstance(decoded, SetpointCommand):
+                answers = []
+                for drive in self.drives:
+                    if self._lost(drive):
+                        continue
+                    drive.on_setpoint(decoded, now)
+                    if drive.answering:
+                        answers.append(self._feedback(drive))
+            else:
+                return  # feedback of the other drive, foreign or broken frames: ignored
+        if isinstance(decoded, SetpointCommand):
+            for answer in answers:
+                self._send(answer)
+
+    def _lost(self, drive: SimulatedDrive) -> bool:
+        drive.frames_received += 1
+        if drive.drop_probability > 0.0 and drive.rng.random() < drive.drop_probability:
+            drive.frames_dropped += 1
+            return True
+        return False
+
+    def _feedback(self, drive: SimulatedDrive) -> can.Message:
+        k = drive.node_id - 1
+        counts = math.floor(self.theta[k] / (2 * math.pi) * self.params.counts_per_rev)
+        return self.protocol.encode_feedback(
+            drive.node_id, counts, float(self.current[k]), enabled=drive.enabled,
+            fault=drive.faulted, watchdog=drive.fault_code == FaultCode.WATCHDOG,
+            brake=drive.brake_engaged(self.time_s))
+
+    def _send_status(self) -> None:
+        with self._lock:
+            self._status_dirty = False
+            self._next_status_s = self.time_s + self.params.status_period_s
+            msgs = [self.protocol.encode_status(d.node_id, float(self.omega[d.node_id - 1]),
+                                                int(d.fault_code), d.state)
+                    for d in self.drives if d.answering]
+        for msg in msgs:
+            self._send(msg)
+
+    def _integrate(self, h: float) -> None:
+        p = self.params
+        k = p.current_loop_gain
+        decay = math.exp(-(1.0 + k) * h / p.electrical_time_constant_s)
+        for idx, drive in enumerate(self.drives):
+            if drive.enabled:
+                i_ref = drive.current_reference(float(self.theta[idx]), float(self.omega[idx]))
+                i_inf = (k * i_ref - p.torque_constant_nm_a / p.resistance_ohm
+                         * self.omega[idx]) / (1.0 + k)
+                i_new = i_inf + (self.current[idx] - i_inf) * decay
+                self.current[idx] = min(max(i_new, -p.current_limit_a), p.current_limit_a)
+            else:
+                self.current[idx] = 0.0  # output stage off
+        q = self.waist.joint_from_motor(self.theta)
+        tau_q = self.external_joint_torque.copy()
+        if self.torso is not None:
+            tau_q += self.torso.gravity_torque(q)
+        tau = (p.torque_constant_nm_a * self.current - p.viscous_friction_nm_s * self.omega
+               + self.waist.j_qw.T @ tau_q)
+        braked = [i for i, d in enumerate(self.drives) if d.brake_engaged(self.time_s)]
+        acc = self._accelerations(tau, braked, p.brake_torque_nm, h)
+        self.omega = self.omega + acc * h
+        for i in braked:
+            if abs(self.omega[i]) < 1e-9:
+                self.omega[i] = 0.0
+        self.theta = self.theta + self.omega * h
+
+    def _accelerations(self, tau: FloatArray, braked: list[int], capacity: float,
+                       h: float) -> FloatArray:
+        """Accelerations with the braked shafts held when the brakes can hold them."""
+        mass = self._mass
+        if not braked:
+            return np.linalg.solve(mass, tau)
+        locked = list(braked)
+        extra = np.zeros(2)
+        for _ in range(3):
+            free = [i for i in range(2) if i not in locked]
+            acc = np.zeros(2)
+            # a locked shaft first stops: its acceleration takes it to rest this sub-step
+            for i in locked:
+                acc[i] = -self.omega[i] / h
+            if free:
+                mff = mass[np.ix_(free, free)]
+                rhs = (tau + extra)[free] - mass[np.ix_(free, locked)] @ acc[locked]
+                acc[free] = np.linalg.solve(mff, rhs)
+            needed = mass @ acc - tau - extra  # brake torque that holds the locked shafts
+            slipping = [i for i in locked if abs(needed[i]) > capacity]
+            if not slipping:
+                return acc
+            for i in slipping:
+                locked.remove(i)
+                extra[i] = math.copysign(capacity, needed[i])
+        return np.linalg.solve(mass, tau + extra)

@@ -1,0 +1,498 @@
+"""Safety of the waist controller on the simulated drives (issue 5), and the ROS node."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+from humanoid_balance.can.bus import WaistCanBus
+from humanoid_balance.can.controller import (
+    ControllerState,
+    CycleOutput,
+    WaistController,
+    WaistControllerConfig,
+)
+from humanoid_balance.can.protocol import FaultCode
+from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+from humanoid_balance.core.servo import ServoGains
+from humanoid_balance.exceptions import BusLoadError, CanBusError
+
+DT = 0.002
+_channels = itertools.count()
+
+
+@dataclass
+class Rig:
+    """A controller and simulated drives in lock-step on one virtual channel."""
+
+    sim: SimulatedWaist
+    bus: WaistCanBus
+    ctl: WaistController
+    outputs: list[CycleOutput] = field(default_factory=list)
+    sleep_s: float = 0.0
+
+    @property
+    def now(self) -> float:
+        return self.sim.time_s
+
+    def run(self, cycles: int) -> None:
+        for _ in range(cycles):
+            self.outputs.append(self.ctl.servo_cycle(self.sim.time_s))
+            self.sim.step(DT)
+            if self.sleep_s:
+                time.sleep(self.sleep_s)
+
+    def run_until(self, predicate: object, max_cycles: int) -> int:
+        for k in range(max_cycles):
+            if predicate():  # type: ignore[operator]
+                return k
+            self.run(1)
+        raise AssertionError("condition not reached")
+
+
+def _make_rig(*, torso: TorsoLoad | None = None, initial: tuple[float, float] = (0.0, 0.0),
+              notifier: bool = False, **config: object) -> Rig:
+    channel = f"waist_safety_{next(_channels)}"
+    sim = SimulatedWaist(channel=channel, torso=torso, initial_joint_rad=initial)
+    bus = WaistCanBus(channel=channel, use_notifier=notifier, clock=lambda: sim.time_s)
+    ctl = WaistController(WaistControllerConfig(**config), bus)  # type: ignore[arg-type]
+    rig = Rig(sim, bus, ctl, sleep_s=0.001 if notifier else 0.0)
+    rig.run(3)
+    if notifier:
+        rig.run_until(lambda: bus.feedback(1) is not None and bus.feedback(2) is not None, 500)
+    ctl.enable(sim.time_s)
+    rig.run(5)
+    return rig
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    """An enabled controller holding the unloaded waist at zero."""
+    r = _make_rig()
+    yield r
+    r.bus.close()
+    r.sim.close()
+
+
+@pytest.fixture
+def loaded_rig() -> Iterator[Rig]:
+    """An enabled controller holding the torso at 20 deg pitch."""
+    r = _make_rig(torso=TorsoLoad(), initial=(math.radians(20.0), 0.0))
+    yield r
+    r.bus.close()
+    r.sim.close()
+
+
+def _ramp(q0: tuple[float, float], q1: tuple[float, float], duration: float) -> tuple[np.ndarray, np.ndarray]:
+    times = np.linspace(0.0, duration, 11)
+    s = (times / duration)[:, None]
+    return times, np.asarray(q0) + s * (np.asarray(q1) - np.asarray(q0))
+
+
+# --- safety list ---------------------------------------------------------------------------
+
+
+def test_command_timeout_stops_within_two_servo_periods(rig: Rig) -> None:
+    """No command for command_timeout after the last one ended -> controlled stop within 2 periods."""
+    times, pos = _ramp((0.0, 0.0), (math.radians(1.0), 0.0), 0.1)
+    result = rig.ctl.set_trajectory(times, pos, rig.now)
+    assert result.accepted
+    deadline = rig.now + 0.1 + rig.ctl.config.command_timeout_s
+    rig.run_until(lambda: rig.ctl.state != ControllerState.RUNNING, 1000)
+    stopped_at = rig.outputs[-1].state, rig.now - DT  # time of the cycle that stopped
+    assert stopped_at[0] in (ControllerState.STOPPING, ControllerState.HOLDING)
+    assert deadline < stopped_at[1] <= deadline + 2 * DT
+
+
+def test_controlled_stop_ends_holding_with_drives_enabled(rig: Rig) -> None:
+    """After the timeout stop the drives stay enabled and the motors come to rest."""
+    times, pos = _ramp((0.0, 0.0), (math.radians(2.0), 0.0), 0.2)
+    rig.ctl.set_trajectory(times, pos, rig.now)
+    rig.run(600)
+    assert rig.ctl.state == ControllerState.HOLDING
+    assert all(d.enabled for d in rig.sim.drives)
+    assert np.max(np.abs(rig.sim.motor_velocities())) < 0.5
+
+
+def test_silent_drive_disables_both_motors(rig: Rig) -> None:
+    """A drive that stops answering -> FAULT, both drives disabled, reason reported."""
+    rig.sim.stop_answering(2)
+    rig.run(10)
+    assert rig.ctl.state == ControllerState.FAULT
+    assert "drive 2 stopped answering" in rig.ctl.fault_reason
+    assert not any(d.enabled for d in rig.sim.drives)
+
+
+def test_bus_off_faults_and_drives_stop(rig: Rig) -> None:
+    """Bus-off -> FAULT; no setpoint can be sent, so both drives' watchdogs stop them."""
+    rig.sim.inject_bus_off()
+    rig.run(20)
+    assert rig.ctl.state == ControllerState.FAULT and rig.ctl.fault_reason == "CAN bus off"
+    assert not any(d.enabled for d in rig.sim.drives)
+
+
+def test_bus_off_stays_until_reset(rig: Rig) -> None:
+    """After bus-off the controller stays in FAULT and refuses enable until reset is requested."""
+    rig.sim.inject_bus_off()
+    rig.run(200)
+    assert rig.ctl.state == ControllerState.FAULT
+    with pytest.raises(CanBusError, match=r"cannot enable in FAULT \(CAN bus off\)"):
+        rig.ctl.enable(rig.now)
+
+
+def test_reset_after_bus_off_allows_enable(rig: Rig) -> None:
+    """reset_fault re-opens the bus; the drives' faults clear and the waist can be enabled."""
+    rig.sim.inject_bus_off()
+    rig.run(20)
+    rig.ctl.reset_fault(rig.now)
+    rig.run(5)
+    rig.ctl.enable(rig.now)
+    rig.run(10)
+    assert rig.ctl.state == ControllerState.HOLDING and all(d.enabled for d in rig.sim.drives)
+
+
+def test_target_beyond_limit_refused(rig: Rig) -> None:
+    """The paper's -12 deg pitch start is refused with the point, the value and the range."""
+    times = np.array([0.0, 1.0])
+    pos = np.radians([[-12.0, -1.0], [-11.0, -1.167]])
+    result = rig.ctl.set_trajectory(times, pos, rig.now)
+    assert result == (False, False,
+                      "refused: point 0 pitch -12.000 deg is outside [-5.0, 45.0] deg "
+                      "(2 values out of range); send targets inside the joint range "
+                      "(or set limit_policy to clamp)")
+
+
+def test_refused_target_leaves_the_waist_holding(rig: Rig) -> None:
+    """After a refused trajectory the controller keeps holding; the waist does not move."""
+    rig.ctl.set_trajectory(np.array([0.0, 1.0]), np.radians([[-12.0, 0.0], [-11.0, 0.0]]),
+                           rig.now)
+    rig.run(200)
+    assert rig.ctl.state == ControllerState.HOLDING
+    assert np.max(np.abs(np.degrees(rig.sim.joint_angles()))) < 0.01
+
+
+def test_clamped_target_never_sent_beyond_limit() -> None:
+    """With limit_policy=clamp, a 20 deg roll target stops at 15 deg; no reference beyond."""
+    r = _make_rig(limit_policy="clamp")
+    try:
+        times, pos = _ramp((0.0, 0.0), (0.0, math.radians(20.0)), 0.5)
+        result = r.ctl.set_trajectory(times, pos, r.now)
+        assert result.clamped
+        r.run(600)
+        refs = np.degrees(np.array([o.reference_rad for o in r.outputs]))
+        assert refs[:, 1].max() <= 15.0 + 1e-9
+        assert math.degrees(r.sim.joint_angles()[1]) < 15.05
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
+def test_nan_trajectory_rejected(rig: Rig) -> None:
+    """A trajectory with NaN is rejected and changes nothing."""
+    result = rig.ctl.set_trajectory(np.array([0.0, 1.0]), np.array([[0.0, 0.0], [np.nan, 0.0]]),
+                                    rig.now)
+    assert result == (False, False, "refused: the trajectory holds NaN or infinite values")
+    assert rig.ctl.state == ControllerState.HOLDING
+
+
+def test_malformed_and_error_frames_counted_and_ignored(rig: Rig) -> None:
+    """Garbage frames and an error frame are counted; the controller keeps running."""
+    import can
+
+    times, pos = _ramp((0.0, 0.0), (math.radians(1.0), 0.0), 0.5)
+    rig.ctl.set_trajectory(times, pos, rig.now)
+    rig.sim.send_raw(can.Message(arbitration_id=0x181, data=b"\x01", is_extended_id=False))
+    rig.sim.send_raw(can.Message(arbitration_id=0x1ABCDEF, data=bytes(8), is_extended_id=True))
+    rig.sim.send_raw(can.Message(arbitration_id=0x4, is_error_frame=True, data=bytes(8)))
+    rig.run(50)
+    counters = rig.bus.counters()
+    assert (counters["rejected_wrong_length"], counters["rejected_foreign_id"],
+            counters["error_frames"]) == (1, 1, 1)
+    assert rig.ctl.state == ControllerState.RUNNING
+
+
+def test_notifier_thread_exception_is_lost_feedback() -> None:
+    """An exception in the Notifier receive thread -> FAULT as lost feedback, drives disabled."""
+    r = _make_rig(notifier=True, feedback_timeout_s=0.2)
+    try:
+        def broken(msg: object) -> None:
+            raise RuntimeError("listener crashed")
+
+        r.bus._on_frame = broken  # type: ignore[method-assign]
+        r.run_until(lambda: r.ctl.state == ControllerState.FAULT, 500)
+        assert "feedback lost: receive thread failed" in r.ctl.fault_reason
+        r.run(3)
+        assert not any(d.enabled for d in r.sim.drives)
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
+def test_reactivate_starts_from_current_position_at_rest(rig: Rig) -> None:
+    """Disable mid-motion, enable again: reference = measured position, zero rate, no old setpoint."""
+    times, pos = _ramp((0.0, 0.0), (math.radians(3.0), math.radians(2.0)), 1.0)
+    rig.ctl.set_trajectory(times, pos, rig.now)
+    rig.run(200)
+    rig.ctl.disable()
+    rig.run(50)
+    parked = rig.sim.joint_angles()
+    rig.ctl.enable(rig.now)
+    rig.run(300)
+    assert rig.ctl.state == ControllerState.HOLDING
+    assert np.max(np.abs(np.degrees(rig.sim.joint_angles() - parked))) < 0.01
+
+
+def test_fault_under_load_holds_the_torso(loaded_rig: Rig) -> None:
+    """A drive fault while carrying the torso at 20 deg: drives off, brakes hold (< 0.1 deg in 1 s)."""
+    rig = loaded_rig
+    rig.run(100)
+    before = rig.sim.joint_angles()
+    rig.sim.inject_fault(1, FaultCode.OVERCURRENT)
+    rig.run(500)
+    assert rig.ctl.state == ControllerState.FAULT
+    assert "drive 1 reported a fault" in rig.ctl.fault_reason
+    assert np.max(np.abs(np.degrees(rig.sim.joint_angles() - before))) < 0.1
+
+
+def test_only_the_control_loop_feeds_the_watchdog(rig: Rig) -> None:
+    """When the servo loop stalls, no setpoint is resent and both drives' watchdogs trip."""
+    for _ in range(20):
+        rig.sim.step(DT)  # the controller's loop does not run
+    assert all(d.fault_code == FaultCode.WATCHDOG for d in rig.sim.drives)
+
+
+def test_one_setpoint_frame_per_servo_period(rig: Rig) -> None:
+    """Each servo period sends exactly one setpoint frame (nothing resent on its own)."""
+    before = rig.sim.drives[0].frames_received
+    rig.run(100)
+    assert rig.sim.drives[0].frames_received - before == 100
+
+
+def test_bus_overload_refused_with_the_figure() -> None:
+    """A 1 kHz servo rate loads 320 kbit/s beyond 50 % and the controller refuses it."""
+    with pytest.raises(BusLoadError, match=r"CAN bus load 95\.9 % of 320000 bit/s"):
+        WaistController(WaistControllerConfig(gains=ServoGains(dt=0.001)), bus=None)  # type: ignore[arg-type]
+
+
+# --- the ROS node ------------------------------------------------------------------------------
+
+
+class NodeHarness:
+    """The waist_controller node, a real-time simulated waist on its channel, and a probe."""
+
+    def __init__(self, context: object, overrides: dict[str, object] | None = None) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from sensor_msgs.msg import JointState
+        from trajectory_msgs.msg import JointTrajectory
+
+        from humanoid_balance.nodes.waist_controller import WaistControllerNode
+
+        channel = f"waist_node_{next(_channels)}"
+        self.sim = SimulatedWaist(channel=channel, torso=TorsoLoad())
+        self.sim.start_realtime()
+        # the simulated drives share this Python process (and its GIL) with the node: their
+        # answers can come late by a few ms, more than real drives on a bus would
+        params = {"can.channel": channel, "feedback_timeout": 0.05, **(overrides or {})}
+        self.node = WaistControllerNode(
+            context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        self.probe = rclpy.create_node("waist_probe", context=context)  # type: ignore[arg-type]
+        self.executor = SingleThreadedExecutor(context=context)  # type: ignore[arg-type]
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.joint_states: list[JointState] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        self.probe.create_subscription(JointState, "/joint_states", self.joint_states.append, 50)
+        self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 50)
+        self.pub_command = self.probe.create_publisher(JointTrajectory, "/waist/command", 10)
+
+    def spin(self, seconds: float, until: object = None) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.005)
+            if until is not None and until():  # type: ignore[operator]
+                return True
+        return until() if until is not None else True  # type: ignore[operator,no-any-return]
+
+    def send(self, times: list[float], positions_deg: list[tuple[float, float]]) -> None:
+        from builtin_interfaces.msg import Duration
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+        msg = JointTrajectory()
+        msg.joint_names = ["waist_roll", "waist_pitch"]  # order on purpose not the node's
+        for t, (pitch, roll) in zip(times, positions_deg, strict=True):
+            point = JointTrajectoryPoint()
+            point.positions = [math.radians(roll), math.radians(pitch)]
+            point.time_from_start = Duration(sec=int(t), nanosec=int((t % 1) * 1e9))
+            msg.points.append(point)
+        self.pub_command.publish(msg)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.probe.destroy_node()
+        self.sim.close()
+
+
+@pytest.fixture
+def node_harness(rclpy_context: object) -> Iterator[NodeHarness]:
+    """An unconfigured waist_controller next to a running simulated waist."""
+    h = NodeHarness(rclpy_context)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def test_configure_refuses_bus_overload(rclpy_context: object) -> None:
+    """servo_rate 1000 Hz on 320 kbit/s is refused at configure."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = NodeHarness(rclpy_context, {"servo_rate": 1000.0})
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def test_configure_refuses_inverted_limits(rclpy_context: object) -> None:
+    """pitch_limits [45, -5] are refused at configure."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = NodeHarness(rclpy_context, {"pitch_limits": [45.0, -5.0]})
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def test_inactive_node_publishes_waist_joint_states(node_harness: NodeHarness) -> None:
+    """Configured (inactive), the node polls the drives and publishes the waist joints."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    assert node_harness.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert node_harness.spin(2.0, lambda: len(node_harness.joint_states) > 5)
+    assert list(node_harness.joint_states[-1].name) == ["waist_pitch", "waist_roll"]
+    assert not any(d.enabled for d in node_harness.sim.drives)
+
+
+@pytest.mark.slow
+def test_active_node_follows_a_command(node_harness: NodeHarness) -> None:
+    """Activated, the node moves the simulated waist to a commanded pose within 0.1 deg."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.send([1.0], [(3.0, -2.0)])
+    h.spin(2.0)
+    np.testing.assert_allclose(np.degrees(h.sim.joint_angles()), [3.0, -2.0], atol=0.1)
+
+
+@pytest.mark.slow
+def test_deactivate_stops_then_disables(node_harness: NodeHarness) -> None:
+    """Deactivate brings the waist to rest and disables both drives (brakes on)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.send([2.0], [(5.0, 0.0)])
+    h.spin(0.5)
+    assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    assert not any(d.enabled for d in h.sim.drives)
+    assert all(d.brake_engaged(h.sim.time_s) for d in h.sim.drives)
+
+
+@pytest.mark.slow
+def test_bus_off_reported_on_diagnostics(node_harness: NodeHarness) -> None:
+    """A bus-off while active shows as an ERROR with the reason on /diagnostics."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.sim.inject_bus_off()
+    assert h.spin(2.0, lambda: any("FAULT: CAN bus off" in s.message
+                                   for d in h.diagnostics for s in d.status))
+
+
+def _call(h: NodeHarness, srv_type: object, name: str, request: object) -> object:
+    client: Any = h.probe.create_client(srv_type, name)  # type: ignore[arg-type]
+    assert client.wait_for_service(timeout_sec=2.0)
+    future = client.call_async(request)
+    assert h.spin(3.0, future.done)
+    return future.result()
+
+
+@pytest.mark.slow
+def test_stop_service_brings_the_waist_to_a_hold(node_harness: NodeHarness) -> None:
+    """/waist/stop during a motion ends in HOLDING with the drives still enabled."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from std_srvs.srv import Trigger
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.send([3.0], [(6.0, 0.0)])
+    h.spin(0.3)
+    response = _call(h, Trigger, "/waist/stop", Trigger.Request())
+    assert response.success  # type: ignore[attr-defined]
+    assert h.node.controller is not None
+    assert h.spin(1.0, lambda: h.node.controller is not None
+                  and h.node.controller.state == ControllerState.HOLDING)
+    assert all(d.enabled for d in h.sim.drives)
+
+
+@pytest.mark.slow
+def test_enable_request_recovers_from_bus_off(node_harness: NodeHarness) -> None:
+    """After a bus-off, /waist/enable true (the request) clears the fault and re-enables."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from std_srvs.srv import SetBool
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.sim.inject_bus_off()
+    assert h.spin(1.0, lambda: h.node.controller is not None
+                  and h.node.controller.state == ControllerState.FAULT)
+    response = _call(h, SetBool, "/waist/enable", SetBool.Request(data=True))
+    assert response.success, response.message  # type: ignore[attr-defined]
+    assert h.spin(1.0, lambda: all(d.enabled for d in h.sim.drives))
+
+
+def test_config_file_parameters_configure_the_node(rclpy_context: object) -> None:
+    """Every parameter of config/waist.yaml is declared by the node and accepted at configure."""
+    import yaml
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    from humanoid_balance.resources import config_path
+
+    doc = yaml.safe_load(config_path("waist.yaml").read_text())
+    params = dict(doc["waist_controller"]["ros__parameters"])
+    for key, value in params.pop("can").items():
+        params[f"can.{key}"] = value
+    params.pop("can.channel")  # the harness's own virtual channel
+    params["servo_priority"] = 0  # no real-time scheduling in the test suite
+    h = NodeHarness(rclpy_context, params)
+    try:
+        declared = {name for name in params if h.node.has_parameter(name)}
+        assert declared == set(params)
+        assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    finally:
+        h.close()
