@@ -250,9 +250,10 @@ class ZmpEstimatorNode(Node):
         if not np.all(np.isfinite(position)):
             self._warn("joint_states with a non-finite position: ignored")
             return
-        q = self.q.copy()
-        q[self._joint_q_index] = position
-        self.joint_states.push(stamp_ns(msg.header.stamp), q)
+        # a message may carry some joints only (several drivers publish /joint_states): it
+        # updates those on top of the latest values of the others
+        self.q[self._joint_q_index] = position
+        self.joint_states.push(stamp_ns(msg.header.stamp), self.q.copy())
         self._process_pending(final=False)
 
     def _on_wrench(self, side: str, msg: WrenchStamped) -> None:

@@ -394,3 +394,22 @@ def test_unknown_sensor_type_is_refused(rclpy_context: Any) -> None:
 
     with pytest.raises(HumanoidBalanceError, match="sensor_type='fts'"):
         ZmpEstimatorNode(context=rclpy_context, parameter_overrides=[Parameter("sensor_type", value="fts")])
+
+
+def test_partial_joint_states_update_only_their_joints(harness: Any) -> None:
+    """A joint-state message with the waist joints only keeps the legs of the last full message."""
+    from sensor_msgs.msg import JointState
+
+    h = harness()
+    names = list(MODEL.joint_names)
+    full = JointState(name=names, position=[0.0] * len(names))
+    full.position[names.index("left_knee")] = 0.3
+    full.header.stamp.sec = 10
+    h.node._on_joint_states(full)
+    waist = JointState(name=["waist_pitch", "waist_roll"], position=[0.1, -0.05])
+    waist.header.stamp.sec = 11
+    h.node._on_joint_states(waist)
+    stamp, q = h.node.joint_states.at_or_before(11 * 10**9)
+    assert stamp == 11 * 10**9
+    assert q[MODEL.q_index(["left_knee"])][0] == 0.3
+    assert list(q[MODEL.q_index(["waist_pitch", "waist_roll"])]) == [0.1, -0.05]
