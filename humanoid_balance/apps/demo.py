@@ -39,15 +39,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not start arm_balance: the job arm moves alone")
     parser.add_argument("--out", type=Path, default=Path("results/demo"),
                         help="output folder for demo.json (default results/demo)")
-    parser.add_argument("--real-time-factor", type=float, default=0.2,
-                        help="simulation speed relative to wall time (default 0.2). Every node "
-                             "shares one Python process here; measured on 2 cores with recording "
-                             "on, the strike's CoP shift is 25 mm at 0.2 (two runs), 32 mm or 251 "
-                             "mm at 0.4 (the second run with other work on the machine: the "
-                             "balance commands come late), and at 1.0 the joint states arrive "
-                             "stale and arm_balance holds the arms; 107 mm without RMC")
+    parser.add_argument("--real-time-factor", type=float, default=0.1,
+                        help="simulation speed relative to wall time (default 0.1). Every node, "
+                             "the waist's 500 Hz servo thread and its simulated drives share one "
+                             "Python process here; measured on 2 cores with recording on: with "
+                             "the waist at 0.1, CoP shift 17 mm (105 mm with --no-rmc); with "
+                             "--no-waist, 24-25 mm at 0.2, and 32 or 251 mm at 0.4 (the balance "
+                             "commands come late); at 0.2 with the waist its servo loop is "
+                             "starved and the waist overshoots (8 deg for 3 asked)")
     parser.add_argument("--sensor-noise", type=float, default=1.0,
                         help="sensor noise scale: 0 noise-free, 1 nominal (default)")
+    parser.add_argument("--no-waist", action="store_true",
+                        help="do not run the waist controller and its simulated CAN drives")
+    parser.add_argument("--waist-pitch", type=float, default=1.0,
+                        help="waist pitch the waist controller moves to at the start, deg (default "
+                             "1). Measured at real-time factor 0.1: 0 deg: CoP shift 16 mm; 1 deg: "
+                             "17 mm, parked at 1.1 deg; 3 deg: 36-56 mm (the torso leans the CoP "
+                             "forward), parked at 3.5 deg")
     parser.add_argument("--no-record", action="store_true",
                         help="do not record the run to <out>/bag (rosbag2, MCAP)")
     parser.add_argument("--domain-id", type=int, default=None,
@@ -63,8 +71,13 @@ class _Observer:
     momentum: list[tuple[float, ...]] = field(default_factory=list)
     commands: int = 0
     arm_holds: int = 0
+    waist_error: list[float] = field(default_factory=list)  # rad, |tracking error|
+    waist_sim: list[tuple[float, float, float]] = field(default_factory=list)  # t, pitch, roll
     faults: list[str] = field(default_factory=list)
 
+
+#: s of simulation before the strike at which the waist is parked
+WAIST_PARK_LEAD_S = 0.3
 
 #: what the demo records (topic -> type): the simulation's sensors and truth, and the nodes' outputs
 RECORDED_TOPICS = {
@@ -82,6 +95,8 @@ RECORDED_TOPICS = {
     "/arm_balance/command": "sensor_msgs/msg/JointState",
     "/arm_balance/momentum": "geometry_msgs/msg/WrenchStamped",
     "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
+    "/waist/joint_states": "sensor_msgs/msg/JointState",
+    "/waist/tracking_error": "geometry_msgs/msg/Vector3Stamped",
 }
 
 
@@ -104,9 +119,10 @@ def run(args: argparse.Namespace) -> int:
 
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-    from geometry_msgs.msg import PointStamped, WrenchStamped
+    from geometry_msgs.msg import PointStamped, Vector3Stamped, WrenchStamped
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from humanoid_balance.core.model import RobotModel
     from humanoid_balance.core.strike_trajectory import (
@@ -148,14 +164,80 @@ def run(args: argparse.Namespace) -> int:
     if zmp_module is not None:
         nodes.append(zmp_module.ZmpEstimatorNode(parameter_overrides=sim_time))
 
+    waist_node = waist_drives = None
+    waist_module = None if args.no_waist else _optional("humanoid_balance.nodes.waist_controller")
+    if waist_module is not None:
+        from humanoid_balance.can.sim_drive import SimulatedWaist
+
+        # the drives and the controller share a python-can virtual bus inside this process;
+        # the drives run in wall time in their own thread and the MuJoCo waist joints follow
+        # them. The drives carry the humanoid's upper body as a point mass (from the URDF):
+        # feeding them MuJoCo's joint torque instead couples two simulations on different
+        # clocks through a delay, which oscillated (1.3 deg tracking error, measured)
+        channel = f"humanoid-balance-demo-{os.getpid()}"
+        waist_drives = SimulatedWaist(channel=channel, torso=_upper_body(model))
+        waist_drives.start_realtime(0.002)
+        waist_node = waist_module.WaistControllerNode(
+            parameter_overrides=[
+                Parameter("can.interface", value="virtual"), Parameter("can.channel", value=channel),
+                # in-process drives answer late (they share the GIL): 10 ms is for real drives
+                Parameter("feedback_timeout", value=0.05), Parameter("servo_priority", value=0),
+                # no busy-wait and Python's own GIL switching: every node shares this process
+                # (the 50 us switch interval the servo thread asks for starved the others:
+                # CoP shift 236 mm instead of 24 mm, measured)
+                Parameter("spin_margin", value=0.0),
+                Parameter("inclinometer_timeout", value=1e9)],  # sim-time stamps, wall-clock node
+            cli_args=["--ros-args", "-r", "/joint_states:=/waist/joint_states"])
+        nodes.append(waist_node)
+
     seen = _Observer()
     driver = rclpy.create_node("demo_driver", parameter_overrides=sim_time)
     nodes.append(driver)
     job_topic = "/arm_balance/job_joint_velocities" if arm_node else "/joint_commands"
     job_pub = driver.create_publisher(JointState, job_topic, 10)
 
+    waist_pub = driver.create_publisher(JointState, "/joint_commands", 10)
+    waist_joints = ("waist_pitch", "waist_roll")
+
+    def follow_waist() -> None:
+        """The MuJoCo waist joints follow the simulated drives."""
+        if waist_drives is None:
+            return
+        state = sim_node.sim.joint_state()
+        index = [list(state.names).index(j) for j in waist_joints]
+        angles = waist_drives.joint_angles()
+        msg = JointState(name=list(waist_joints), position=[float(v) for v in angles],
+                         velocity=[float(v) for v in waist_drives.joint_velocities()])
+        waist_pub.publish(msg)
+        pitch, roll = (float(v) for v in state.position[index])
+        seen.waist_sim.append((driver.get_clock().now().nanoseconds * 1e-9, pitch, roll))
+
+    waist_parked = [False]
+
+    def park_waist() -> None:
+        """Before the strike: stop the waist (brakes hold) and close its bus.
+
+        The waist servo (500 Hz), its bus threads and the drives' physics share this one
+        Python process with everything else; with them running through the strike the
+        RMC loop fell behind (CoP shift 235 mm instead of 24 mm, measured), so the waist
+        does its move first and is then parked the way a robot would park it.
+        """
+        if waist_node is None or waist_drives is None or waist_parked[0]:
+            return
+        waist_parked[0] = True
+        waist_node.trigger_deactivate()  # controlled stop, drives disabled, brakes engage
+        waist_node.trigger_cleanup()     # servo thread stopped, bus closed
+        follow_waist()
+        waist_drives.stop_realtime()
+        print(f"demo: waist parked at pitch {np.rad2deg(waist_drives.joint_angles()[0]):.2f} deg, "
+              "held by the drives' brakes", flush=True)
+
     def drive() -> None:
         t = driver.get_clock().now().nanoseconds * 1e-9
+        if not waist_parked[0]:
+            follow_waist()
+            if t >= args.strike_start - WAIST_PARK_LEAD_S:
+                park_waist()
         if t <= 0.0:
             return
         sample = strike.sample(t)
@@ -183,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
                               w.torque.x, w.torque.y, w.torque.z))
 
     driver.create_subscription(WrenchStamped, "/arm_balance/momentum", on_momentum, 100)
+    driver.create_subscription(
+        Vector3Stamped, "/waist/tracking_error",
+        lambda m: seen.waist_error.append(float(np.hypot(m.vector.x, m.vector.y))), 100)
 
     def on_diagnostics(m: DiagnosticArray) -> None:
         for status in m.status:
@@ -211,6 +296,15 @@ def run(args: argparse.Namespace) -> int:
         recorder = BagRecorder(driver, bag_path, RECORDED_TOPICS)
     for node in nodes:
         executor.add_node(node)
+    if waist_node is not None:
+        waist_node.trigger_configure()
+        waist_node.trigger_activate()
+        command = JointTrajectory(joint_names=["waist_pitch", "waist_roll"])
+        for seconds, pitch in ((0.0, 0.0), (1.0, np.deg2rad(args.waist_pitch))):
+            point = JointTrajectoryPoint(positions=[float(pitch), 0.0])
+            point.time_from_start.sec = int(seconds)
+            command.points.append(point)
+        driver.create_publisher(JointTrajectory, "/waist/command", 10).publish(command)
     if arm_node is not None:
         arm_node.trigger_configure()
         arm_node.trigger_activate()
@@ -229,6 +323,8 @@ def run(args: argparse.Namespace) -> int:
     simulated = sim_node.sim.time
     if arm_node is not None:
         arm_node.trigger_deactivate()
+    if waist_node is not None and not waist_parked[0]:
+        waist_node.trigger_deactivate()
     if recorder is not None:
         recorder.close()
         print(f"demo: recorded {recorder.message_count} messages to {bag_path}; replay them with "
@@ -236,6 +332,8 @@ def run(args: argparse.Namespace) -> int:
     executor.shutdown()
     for node in nodes:
         node.destroy_node()
+    if waist_drives is not None:
+        waist_drives.close()
     rclpy.try_shutdown()
 
     metrics = _summary(seen, simulated, wall, args.strike_start)
@@ -249,17 +347,32 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not seen.faults else 1
 
 
+def _upper_body(model: Any) -> Any:
+    """The load on the waist drives: the mass above ``waist_pitch`` as a point at its CoM."""
+    import pinocchio as pin
+
+    from humanoid_balance.can.sim_drive import TorsoLoad
+
+    q = model.neutral()
+    pin.centerOfMass(model.model, model.data, q, True)  # subtree masses and CoMs
+    joint = model.model.getJointId("waist_pitch")
+    mass = float(model.data.mass[joint])
+    height = float(model.data.com[joint][2])  # in the joint's frame: above the axes
+    return TorsoLoad(mass_kg=mass, com_height_m=height,
+                     inertia_kg_m2=(mass * height**2, mass * height**2))
+
+
 def _level(value: bytes | int) -> int:
     """A diagnostic level as an int (the message field is bytes in some distributions)."""
     return value[0] if isinstance(value, (bytes, bytearray)) else int(value)
 
 
 def _peak_shift_mm(samples: list[tuple[float, float, float]], start: float) -> float:
-    """Peak distance [mm] of a ground point from its mean before ``start``."""
+    """Peak distance [mm] of a ground point from its mean over the 0.2 s before ``start``."""
     if not samples:
         return float("nan")
     arr = np.array(samples)
-    before = arr[arr[:, 0] < start]
+    before = arr[(arr[:, 0] < start) & (arr[:, 0] >= start - 0.2)]
     after = arr[arr[:, 0] >= start]
     if len(before) == 0 or len(after) == 0:
         return float("nan")
@@ -282,5 +395,11 @@ def _summary(seen: _Observer, simulated: float, wall: float, start: float) -> di
         "max_abs_Lx_Ly_model": metric(lxy, "N m s", better="lower"),
         "arm_commands": metric(seen.commands, "msgs"),
         "arm_balance_holds": metric(seen.arm_holds, "", target=0, better="lower"),
+        "waist_max_tracking_error_deg": metric(
+            round(float(np.rad2deg(max(seen.waist_error))), 4) if seen.waist_error else float("nan"),
+            "deg", better="lower"),
+        "waist_pitch_final_deg_sim": metric(
+            round(float(np.rad2deg(seen.waist_sim[-1][1])), 3) if seen.waist_sim else float("nan"),
+            "deg"),
         "faults_seen": metric(len(seen.faults), "", target=0, better="lower"),
     }

@@ -87,7 +87,7 @@ WARN_PERIOD_S = 2.0
 _POSITIVE = ("can.bitrate", "gear_ratio_pitch", "gear_ratio_roll", "servo_rate", "outer_rate",
              "current_limit", "current_unit", "command_timeout", "feedback_timeout",
              "inclinometer_timeout", "stop_deceleration", "publish_rate", "diagnostics_rate")
-_NON_NEGATIVE = ("kp", "kv", "ki", "outer_gain", "spin_margin")
+_NON_NEGATIVE = ("kp", "kv", "ki", "outer_gain", "spin_margin", "gil_switch_interval")
 
 
 def validate(name: str, value: Any) -> str | None:
@@ -157,6 +157,9 @@ class WaistControllerNode(LifecycleNode):
         self.declare_parameter("servo_priority", 0,
                                d(description="SCHED_FIFO priority of the servo thread, 1..99; "
                                  "0 = normal scheduling"))
+        self.declare_parameter("gil_switch_interval", 5e-5,
+                               d(description="sys.setswitchinterval for the process while the servo "
+                                             "runs, s; 0 = leave Python's (5 ms)"))
         self.declare_parameter("spin_margin", 0.0003,
                                d(description="servo thread busy-waits this long before a deadline, s"))
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -423,7 +426,9 @@ class WaistControllerNode(LifecycleNode):
         ctl = self.controller
         if ctl is None:
             return
-        sys.setswitchinterval(5e-5)  # the other threads yield the GIL quickly
+        switch = float(self._param("gil_switch_interval"))
+        if switch > 0:  # the other threads yield the GIL quickly (process-wide)
+            sys.setswitchinterval(switch)
         self._set_fifo(int(self._param("servo_priority")), "the servo thread")
         period = ctl.config.gains.dt
         spin = float(self._param("spin_margin"))
