@@ -1,0 +1,220 @@
+"""Least-squares estimation of gravity parameters (seed 004, eqs. 5, 9, 10).
+
+- :func:`pair_passes`: friction cancellation, eq. 5: two passes through the
+  same q with opposite velocities, ``(tau_fwd + tau_bwd) / 2 = G(q)``.
+- :func:`estimate_sequential`: back-to-front least squares, eq. 10: the
+  regressor is block upper triangular (eq. 9), so joint n's parameters come
+  from joint n's torque alone, then joint i's from
+  ``tau_i - sum_{j > i} H_ij phi_j*``.
+- :func:`estimate_global`: one least squares over all joints' torques.
+
+Both return an :class:`Estimate` with residuals and parameter standard
+deviations ``sqrt(diag(sigma^2 (H^T H)^-1))``, ``sigma^2 = |r|^2 / (N - p)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from humanoid_balance.core.identification.regressor import ParameterSet
+from humanoid_balance.exceptions import (
+    InsufficientSamplesError,
+    InvalidInputError,
+    UnidentifiableParametersError,
+)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Estimated parameters with their quality.
+
+    Attributes:
+        names: parameter names.
+        units: parameter units.
+        values: estimates ``phi*``.
+        std: standard deviations of the estimates (same units).
+        rmse_per_joint: RMS of the torque residual of each joint [N m].
+        samples: number of configurations used.
+    """
+
+    names: tuple[str, ...]
+    units: tuple[str, ...]
+    values: np.ndarray
+    std: np.ndarray
+    rmse_per_joint: np.ndarray
+    samples: int
+
+
+def _check(h: np.ndarray, tau: np.ndarray) -> None:
+    if h.ndim != 3 or tau.shape != h.shape[:2]:
+        raise InvalidInputError(
+            f"expected a regressor (N, n, p) and torques (N, n), got {h.shape} and {tau.shape}")
+    if not (np.all(np.isfinite(h)) and np.all(np.isfinite(tau))):
+        raise InvalidInputError("regressor or torques hold NaN or inf: drop those samples first")
+
+
+def _solve(what: str, a: np.ndarray, b: np.ndarray, names: Sequence[str],
+           rtol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Least squares ``a x = b`` with a rank check; returns x, std, residual."""
+    rows, cols = a.shape
+    if rows < cols:
+        raise InsufficientSamplesError(what, rows, names)
+    scale = np.linalg.norm(a, axis=0)
+    scale[scale == 0.0] = 1.0
+    _, r, perm = scipy.linalg.qr(a / scale, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    rank = int(np.sum(diag > rtol * max(float(diag[0]), 1e-300)))
+    if rank < cols:
+        lost = sorted(int(c) for c in perm[rank:])
+        raise UnidentifiableParametersError(what, rank, names, [names[c] for c in lost])
+    x, *_ = np.linalg.lstsq(a, b, rcond=None)
+    residual = b - a @ x
+    dof = rows - cols
+    sigma2 = float(residual @ residual) / dof if dof > 0 else 0.0
+    cov = sigma2 * np.linalg.inv(a.T @ a)
+    return x, np.sqrt(np.clip(np.diag(cov), 0.0, None)), residual
+
+
+def estimate_global(pset: ParameterSet, h: np.ndarray, tau: np.ndarray,
+                    rtol: float = 1e-8) -> Estimate:
+    """One least squares of ``tau = H phi`` over every joint and sample.
+
+    Args:
+        pset: the parameter set ``H`` was built for.
+        h: regressors ``H(q_k)``, (N, n, p).
+        tau: friction-free torques [N m], (N, n).
+        rtol: rank threshold (relative, on column-scaled QR).
+
+    Raises:
+        InsufficientSamplesError: fewer equations than parameters.
+        UnidentifiableParametersError: the stacked regressor lost rank; names the parameters.
+    """
+    h, tau = np.asarray(h, float), np.asarray(tau, float)
+    _check(h, tau)
+    a = h.reshape(-1, h.shape[2])
+    x, std, residual = _solve("global least squares", a, tau.reshape(-1), pset.names, rtol)
+    rmse = np.sqrt(np.mean(residual.reshape(tau.shape) ** 2, axis=0))
+    return Estimate(pset.names, pset.units, x, std, rmse, h.shape[0])
+
+
+def estimate_sequential(
+    pset: ParameterSet, h: np.ndarray, tau: np.ndarray,
+    sweep_joint: np.ndarray | None = None, rtol: float = 1e-8,
+) -> Estimate:
+    """Back-to-front least squares of eq. 10.
+
+    For i = n .. 1: ``phi_i* = (H_ii^T H_ii)^-1 H_ii^T (tau_i - sum_{j>i} H_ij phi_j*)``
+    over the samples of joint i's sweep (all samples when ``sweep_joint`` is None),
+    where ``phi_i`` are the parameters whose last joint is i (``pset.owner``).
+
+    Args:
+        pset: the parameter set (gives each parameter's joint).
+        h: regressors ``H(q_k)``, (N, n, p).
+        tau: friction-free torques [N m], (N, n).
+        sweep_joint: for each sample, the (0-based) joint that was sweeping.
+        rtol: rank threshold.
+
+    Raises:
+        InsufficientSamplesError: a joint has fewer samples than parameters.
+        UnidentifiableParametersError: a joint's block lost rank; names the parameters.
+    """
+    h, tau = np.asarray(h, float), np.asarray(tau, float)
+    _check(h, tau)
+    n, p = h.shape[1], h.shape[2]
+    owner = np.asarray(pset.owner)
+    if sweep_joint is not None:
+        sweep_joint = np.asarray(sweep_joint, dtype=int)
+        if sweep_joint.shape != (h.shape[0],):
+            raise InvalidInputError(f"sweep_joint has shape {sweep_joint.shape}, expected "
+                                    f"({h.shape[0]},): one joint index per sample")
+    values = np.zeros(p)
+    std = np.zeros(p)
+    known = np.zeros(p, dtype=bool)
+    for i in range(n - 1, -1, -1):
+        cols = np.flatnonzero(owner == i)
+        if cols.size == 0:
+            continue
+        rows = slice(None) if sweep_joint is None else np.flatnonzero(sweep_joint == i)
+        target = tau[rows, i] - h[rows, i][:, known] @ values[known]
+        x, s, _ = _solve(f"joint {i + 1} (eq. 10)", h[rows, i][:, cols], target,
+                         [pset.names[c] for c in cols], rtol)
+        values[cols], std[cols] = x, s
+        known[cols] = True
+    unowned = np.flatnonzero(~known)
+    if unowned.size:
+        raise UnidentifiableParametersError(
+            "sequential least squares", int(known.sum()), pset.names,
+            [pset.names[c] for c in unowned])
+    residual = tau - h @ values
+    rmse = np.sqrt(np.mean(residual**2, axis=0))
+    return Estimate(pset.names, pset.units, values, std, rmse, h.shape[0])
+
+
+@dataclass(frozen=True)
+class PairedPass:
+    """Friction-free samples of one sweep: positions [rad] (N, n) and torques [N m] (N, n)."""
+
+    positions: np.ndarray
+    torques: np.ndarray
+
+
+def pair_passes(
+    joint: int, q_forward: np.ndarray, tau_forward: np.ndarray,
+    q_backward: np.ndarray, tau_backward: np.ndarray, samples: int | None = None,
+) -> PairedPass:
+    """Cancel friction with a forward and a backward pass through the same q (eq. 5).
+
+    The sweeping joint's angle orders both passes; the backward pass's
+    torques are interpolated at the forward pass's angles (restricted to
+    the angles both passes cover), and ``(tau_fwd + tau_bwd) / 2`` is
+    friction-free because the friction of opposite velocities cancels.
+
+    Args:
+        joint: 0-based index of the sweeping joint.
+        q_forward: positions of the forward pass [rad], (N, n).
+        tau_forward: torques of the forward pass [N m], (N, n).
+        q_backward: positions of the backward pass [rad], (M, n).
+        tau_backward: torques of the backward pass [N m], (M, n).
+        samples: resample to this many angles evenly spaced in the common
+            range (default: the forward samples inside it).
+
+    Raises:
+        InvalidInputError: shapes differ, values are not finite, or the passes do not overlap.
+    """
+    arrays = [np.asarray(a, float) for a in (q_forward, tau_forward, q_backward, tau_backward)]
+    qf, tf, qb, tb = arrays
+    if qf.shape != tf.shape or qb.shape != tb.shape or qf.ndim != 2 or qf.shape[1] != qb.shape[1]:
+        raise InvalidInputError(
+            f"passes must be (N, n) positions and torques: got {qf.shape}, {tf.shape}, "
+            f"{qb.shape}, {tb.shape}")
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        raise InvalidInputError("a pass holds NaN or inf: drop those samples first")
+    af, ab = qf[:, joint], qb[:, joint]
+    low, high = max(af.min(), ab.min()), min(af.max(), ab.max())
+    if not high > low:
+        raise InvalidInputError(
+            f"the passes of joint {joint + 1} do not overlap: forward covers "
+            f"[{af.min():.4f}, {af.max():.4f}] rad, backward [{ab.min():.4f}, {ab.max():.4f}] rad")
+    order_f, order_b = np.argsort(af, kind="stable"), np.argsort(ab, kind="stable")
+    if samples is None:
+        angles = af[(af >= low) & (af <= high)]
+    else:
+        angles = np.linspace(low, high, samples)
+    n = qf.shape[1]
+    q = np.column_stack([np.interp(angles, af[order_f], qf[order_f, k]) for k in range(n)])
+    q[:, joint] = angles
+    fwd = np.column_stack([np.interp(angles, af[order_f], tf[order_f, k]) for k in range(n)])
+    bwd = np.column_stack([np.interp(angles, ab[order_b], tb[order_b, k]) for k in range(n)])
+    return PairedPass(q, 0.5 * (fwd + bwd))
+
+
+def rmse_percent_of_peak(predicted: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Per-joint RMSE as % of the joint's peak |reference| torque (eq. 18 over Table 3's max)."""
+    predicted, reference = np.asarray(predicted, float), np.asarray(reference, float)
+    rmse = np.sqrt(np.mean((predicted - reference) ** 2, axis=0))
+    peak = np.abs(reference).max(axis=0)
+    return np.asarray(100.0 * rmse / np.where(peak > 0, peak, np.nan))

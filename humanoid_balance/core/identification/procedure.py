@@ -1,0 +1,208 @@
+"""The whole identification from recorded sweeps: pair, build H, estimate (seed 004, sec. 2-4).
+
+A :class:`SweepRecording` holds the samples of one joint's sweep (positions,
+measured torques, pass direction); :func:`identify` cancels friction by
+pairing each sweep's forward and backward passes (eq. 5), stacks the
+regressor of the chosen parameter set and solves eq. 10 (or the global
+least squares). :func:`predict` gives the torques of the estimate at any
+gravity (``G`` scales with g).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from humanoid_balance.core.identification.estimation import (
+    Estimate,
+    estimate_global,
+    estimate_sequential,
+    pair_passes,
+)
+from humanoid_balance.core.identification.regressor import GravityRegressor, ParameterSet
+from humanoid_balance.exceptions import InsufficientSamplesError, InvalidInputError
+
+
+@dataclass
+class SweepRecording:
+    """Samples of one joint's sweep.
+
+    Attributes:
+        joint: 0-based index of the sweeping joint.
+        positions: joint positions [rad], (N, n).
+        torques: measured joint torques [N m], (N, n).
+        direction: +1 on the forward pass, -1 on the backward pass, (N,).
+    """
+
+    joint: int
+    positions: list[np.ndarray] = field(default_factory=list)
+    torques: list[np.ndarray] = field(default_factory=list)
+    direction: list[float] = field(default_factory=list)
+
+    def add(self, position: np.ndarray, torque: np.ndarray, direction: float) -> None:
+        """Append one sample (non-finite samples are refused)."""
+        position, torque = np.asarray(position, float), np.asarray(torque, float)
+        if not (np.all(np.isfinite(position)) and np.all(np.isfinite(torque))):
+            raise InvalidInputError(f"sample of joint {self.joint + 1}'s sweep is not finite: "
+                                    f"q={position}, tau={torque}")
+        self.positions.append(position)
+        self.torques.append(torque)
+        self.direction.append(float(direction))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions (N, n), torques (N, n), direction (N,)."""
+        return np.array(self.positions), np.array(self.torques), np.array(self.direction)
+
+
+def _block_mean(a: np.ndarray, k: int) -> np.ndarray:
+    """Means of consecutive blocks of k rows (the last, shorter block dropped)."""
+    m = (len(a) // k) * k
+    return np.asarray(a[:m].reshape(m // k, k, *a.shape[1:]).mean(axis=1))
+
+
+def paired_samples(recordings: Sequence[SweepRecording], pair_friction: bool = True,
+                   average: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Friction-free samples of every sweep: positions, torques, sweep joint.
+
+    With ``pair_friction`` the forward and backward passes are paired (eq. 5);
+    without, the raw samples of both passes are used as if friction were zero
+    (the paper's ablation). ``average`` > 1 replaces each block of that many
+    consecutive friction-free samples by its mean (at 1 kHz and 3 deg/s a
+    block of 10 spans 0.03 deg, over which G is linear to rounding): the
+    noise is averaged as before, with a tenth of the regressor evaluations.
+
+    Raises:
+        InsufficientSamplesError: a sweep lacks a forward or a backward pass.
+    """
+    qs, taus, joints = [], [], []
+    for rec in recordings:
+        q, tau, direction = rec.arrays()
+        fwd, bwd = direction > 0, direction < 0
+        if pair_friction:
+            if fwd.sum() < 2 or bwd.sum() < 2:
+                raise InsufficientSamplesError(
+                    f"friction pairing of joint {rec.joint + 1}'s sweep",
+                    int(min(fwd.sum(), bwd.sum())), ["forward pass", "backward pass"])
+            paired = pair_passes(rec.joint, q[fwd], tau[fwd], q[bwd], tau[bwd])
+            q, tau = paired.positions, paired.torques
+        if average > 1:
+            if pair_friction:
+                q, tau = _block_mean(q, average), _block_mean(tau, average)
+            else:  # keep the passes apart: a block must not straddle the turn
+                parts = [(q[m], tau[m]) for m in (fwd, bwd)]
+                q = np.concatenate([_block_mean(p[0], average) for p in parts])
+                tau = np.concatenate([_block_mean(p[1], average) for p in parts])
+        qs.append(q)
+        taus.append(tau)
+        joints.append(np.full(len(q), rec.joint))
+    return np.concatenate(qs), np.concatenate(taus), np.concatenate(joints)
+
+
+def identify(
+    recordings: Sequence[SweepRecording], regressor: GravityRegressor, pset: ParameterSet,
+    *, pair_friction: bool = True, method: str = "sequential", average: int = 1,
+) -> Estimate:
+    """Estimate ``pset``'s parameters from the sweeps (eqs. 5 and 10).
+
+    Args:
+        recordings: one recording per sweeping joint.
+        regressor: the arm's gravity regressor, at the gravity of the recordings.
+        pset: parameter set to estimate.
+        pair_friction: cancel friction with forward/backward pairs (eq. 5).
+        method: ``sequential`` (eq. 10, each joint from its own sweep) or ``global``.
+        average: average blocks of this many consecutive friction-free samples.
+    """
+    if method not in ("sequential", "global"):
+        raise InvalidInputError(f"method={method!r}: expected 'sequential' or 'global'")
+    q, tau, joint = paired_samples(recordings, pair_friction, average)
+    h = pset.regressor(regressor.stacked(q))
+    if method == "sequential":
+        return estimate_sequential(pset, h, tau, joint)
+    return estimate_global(pset, h, tau)
+
+
+def predict(estimate_values: np.ndarray, regressor: GravityRegressor, pset: ParameterSet,
+            positions: np.ndarray, gravity: float | None = None) -> np.ndarray:
+    """Gravity torques [N m] (N, n) of the estimate at ``positions``, at ``gravity`` [m/s^2].
+
+    Every gravity torque is proportional to g, so moving the estimate to
+    another gravity (Earth -> Moon) scales it by ``gravity / regressor.gravity``.
+    """
+    h = pset.regressor(regressor.stacked(positions))
+    scale = 1.0 if gravity is None else gravity / regressor.gravity
+    return np.asarray(h @ estimate_values) * scale
+
+
+def segment_sweeps(
+    time_s: np.ndarray, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray,
+    *, moving_rad_s: float = np.radians(0.5), trim_s: float = 0.5,
+) -> list[SweepRecording]:
+    """Cut a joint-state stream into eq. 11 sweeps (for bags and the executor alike).
+
+    A *run* is a stretch of samples where exactly one joint moves
+    (``|qd| > moving_rad_s``) in one direction and every other joint is
+    still; its first ``trim_s`` seconds (the servo's acceleration) are
+    dropped. Two consecutive runs of the same joint in opposite directions
+    form one sweep (forward = the first run). Runs that do not pair (an
+    approach move of a single joint, a cancelled sweep) are left out.
+
+    Args:
+        time_s: sample times [s], (N,).
+        positions: joint positions [rad], (N, n).
+        velocities: joint velocities [rad/s], (N, n).
+        torques: joint torques [N m], (N, n).
+        moving_rad_s: speed above which a joint counts as moving [rad/s].
+        trim_s: time dropped at the start of each run [s].
+    """
+    t = np.asarray(time_s, float)
+    q, qd, tau = (np.asarray(a, float) for a in (positions, velocities, torques))
+    if not (q.shape == qd.shape == tau.shape and q.ndim == 2 and t.shape == (q.shape[0],)):
+        raise InvalidInputError(f"stream shapes differ: t {t.shape}, q {q.shape}, qd {qd.shape}, "
+                                f"tau {tau.shape}")
+    moving = np.abs(qd) > moving_rad_s
+    single = moving.sum(axis=1) == 1
+    joint = np.where(single, np.argmax(moving, axis=1), -1)
+    sign = np.where(single, np.sign(qd[np.arange(len(t)), np.maximum(joint, 0)]), 0.0)
+    key = joint * 2 + (sign > 0)
+    key[~single] = -1
+    runs: list[tuple[int, float, np.ndarray]] = []
+    start = 0
+    for k in range(1, len(t) + 1):
+        if k == len(t) or key[k] != key[start]:
+            if key[start] >= 0:
+                idx = np.arange(start, k)
+                idx = idx[t[idx] >= t[start] + trim_s]
+                if idx.size >= 2:
+                    runs.append((int(joint[start]), float(sign[start]), idx))
+            start = k
+    recordings = []
+    i = 0
+    while i + 1 < len(runs):
+        (j0, s0, idx0), (j1, s1, idx1) = runs[i], runs[i + 1]
+        if j0 == j1 and s0 == -s1:
+            rec = SweepRecording(j0)
+            for idx, direction in ((idx0, 1.0), (idx1, -1.0)):
+                for sample in idx:
+                    rec.add(q[sample], tau[sample], direction)
+            recordings.append(rec)
+            i += 2
+        else:
+            i += 1
+    return recordings
+
+
+def results_document(estimate: Estimate, joints: Sequence[str], gravity: float,
+                     sweeps: int) -> dict[str, object]:
+    """The results as plain data (for YAML): names, values, units, std, per-joint fit RMSE."""
+    return {
+        "gravity_m_s2": float(gravity),
+        "sweeps": int(sweeps),
+        "samples": int(estimate.samples),
+        "parameters": [
+            {"name": n, "value": float(v), "unit": u, "std": float(s)}
+            for n, v, u, s in zip(estimate.names, estimate.values, estimate.units, estimate.std,
+                                  strict=True)],
+        "fit_rmse_n_m": {j: float(r) for j, r in zip(joints, estimate.rmse_per_joint, strict=True)},
+    }

@@ -1,0 +1,140 @@
+"""Least-squares gravity identification (seed 004, eqs. 5 and 10) on exact and bad data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from humanoid_balance.core.identification.estimation import (
+    estimate_global,
+    estimate_sequential,
+    pair_passes,
+)
+from humanoid_balance.core.identification.regressor import (
+    GravityRegressor,
+    ParameterSet,
+    base_parameters,
+    lunar_arm_composite_parameters,
+)
+from humanoid_balance.core.identification.trajectory import MAX_SPEED_RAD_S, identification_plan
+from humanoid_balance.exceptions import (
+    ConfigurationError,
+    InsufficientSamplesError,
+    InvalidInputError,
+    UnidentifiableParametersError,
+)
+from humanoid_balance.resources import urdf_path
+
+STATIC = np.radians([0.0, 30.0, 20.0, 60.0, 40.0, 30.0])
+RANGES = [tuple(np.radians(r)) for r in ((-60, 60), (0, 80), (-80, 80), (20, 110), (-80, 80),
+                                         (-60, 60))]
+
+
+@pytest.fixture(scope="module")
+def regressor() -> GravityRegressor:
+    return GravityRegressor(pin.buildModelFromUrdf(str(urdf_path("lunar_arm"))))
+
+
+def _sweep_samples(regressor: GravityRegressor, pset: ParameterSet, per_pass: int = 40
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact RNEA gravity torques along the eq. 11 plan: regressors, torques, sweep joint."""
+    h, tau, joint = [], [], []
+    for sweep in identification_plan([STATIC] * 6, RANGES):
+        q, _, _ = sweep.sample(np.linspace(0.0, sweep.duration, 2 * per_pass))
+        for qk in q:
+            h.append(pset.regressor(regressor(qk)))
+            tau.append(regressor.gravity_torques(qk))
+            joint.append(sweep.joint)
+    return np.array(h), np.array(tau), np.array(joint)
+
+
+def test_sequential_recovers_composite_parameters(regressor: GravityRegressor) -> None:
+    """Eq. 10 on exact RNEA torques returns eq. 8's true values (relative error < 1e-6)."""
+    comp = lunar_arm_composite_parameters()
+    h, tau, joint = _sweep_samples(regressor, comp)
+    est = estimate_sequential(comp, h, tau, joint)
+    truth = comp.from_standard(regressor.standard_parameters())
+    assert np.max(np.abs(est.values - truth) / np.abs(truth)) < 1e-6
+
+
+def test_global_recovers_composite_parameters(regressor: GravityRegressor) -> None:
+    """Global least squares on exact torques returns the true values (relative error < 1e-6)."""
+    comp = lunar_arm_composite_parameters()
+    h, tau, _ = _sweep_samples(regressor, comp)
+    est = estimate_global(comp, h, tau)
+    truth = comp.from_standard(regressor.standard_parameters())
+    assert np.max(np.abs(est.values - truth) / np.abs(truth)) < 1e-6
+
+
+def test_global_recovers_base_parameters(regressor: GravityRegressor) -> None:
+    """The QR base set is recovered from exact torques too (relative error < 1e-6)."""
+    base = base_parameters(regressor)
+    h, tau, _ = _sweep_samples(regressor, base)
+    est = estimate_global(base, h, tau)
+    truth = base.from_standard(regressor.standard_parameters())
+    assert np.max(np.abs(est.values - truth) / np.abs(truth)) < 1e-6
+
+
+def test_exact_data_have_zero_residual(regressor: GravityRegressor) -> None:
+    """Exact torques leave a per-joint fit RMSE below 1e-12 N m."""
+    comp = lunar_arm_composite_parameters()
+    h, tau, joint = _sweep_samples(regressor, comp)
+    assert estimate_sequential(comp, h, tau, joint).rmse_per_joint.max() < 1e-12
+
+
+def test_noise_gives_matching_standard_deviation(regressor: GravityRegressor) -> None:
+    """With 0.01 N m white noise the errors stay within 5 reported standard deviations."""
+    comp = lunar_arm_composite_parameters()
+    h, tau, _ = _sweep_samples(regressor, comp, per_pass=200)
+    noisy = tau + np.random.default_rng(0).normal(0.0, 0.01, tau.shape)
+    est = estimate_global(comp, h, noisy)
+    truth = comp.from_standard(regressor.standard_parameters())
+    assert np.all(np.abs(est.values - truth) <= 5.0 * est.std)
+
+
+def test_friction_pairing_cancels_coulomb_and_viscous(regressor: GravityRegressor) -> None:
+    """(tau_fwd + tau_bwd) / 2 at equal q removes Coulomb + viscous friction exactly (eq. 5)."""
+    sweep = identification_plan([STATIC] * 6, RANGES)[0]  # joint 6
+    q, qd, direction = sweep.sample(np.linspace(0.0, sweep.duration, 401)[:-1])
+    friction = 0.05 * np.sign(qd) + 0.3 * qd
+    tau = np.array([regressor.gravity_torques(qk) for qk in q]) + friction
+    fwd, bwd = direction > 0, direction < 0
+    paired = pair_passes(sweep.joint, q[fwd], tau[fwd], q[bwd], tau[bwd])
+    exact = np.array([regressor.gravity_torques(qk) for qk in paired.positions])
+    assert np.abs(paired.torques - exact).max() < 1e-4  # linear interpolation of smooth G
+
+
+def test_sweep_speed_above_3_deg_s_is_refused() -> None:
+    """A sweep faster than 3 deg/s raises ConfigurationError."""
+    with pytest.raises(ConfigurationError, match="expected > 0 and <= 3 deg/s"):
+        identification_plan([STATIC] * 6, RANGES, speed=2 * MAX_SPEED_RAD_S)
+
+
+def test_too_few_samples_names_parameters(regressor: GravityRegressor) -> None:
+    """One sample for joint 6's two parameters raises InsufficientSamplesError naming them."""
+    comp = lunar_arm_composite_parameters()
+    h, tau, joint = _sweep_samples(regressor, comp)
+    keep = np.flatnonzero(joint == 5)[:1]
+    with pytest.raises(InsufficientSamplesError, match=r"\['m6\*g\*lx6', 'm6\*g\*ly6'\]"):
+        estimate_sequential(comp, h[keep], tau[keep], joint[keep])
+
+
+def test_static_joint_names_unidentifiable_parameters(regressor: GravityRegressor) -> None:
+    """One configuration only: joint 6's block has rank 1 and one of its two parameters is named."""
+    comp = lunar_arm_composite_parameters()
+    h = np.repeat(comp.regressor(regressor(STATIC))[None], 30, axis=0)
+    tau = np.repeat(regressor.gravity_torques(STATIC)[None], 30, axis=0)
+    with pytest.raises(UnidentifiableParametersError) as info:
+        estimate_sequential(comp, h, tau)
+    assert (info.value.rank, len(info.value.unidentifiable)) == (1, 1)
+    assert info.value.unidentifiable[0] in ("m6*g*lx6", "m6*g*ly6")
+
+
+def test_nan_torques_are_refused(regressor: GravityRegressor) -> None:
+    """A NaN torque raises InvalidInputError instead of producing parameters."""
+    comp = lunar_arm_composite_parameters()
+    h, tau, joint = _sweep_samples(regressor, comp)
+    tau[3, 2] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN or inf"):
+        estimate_sequential(comp, h, tau, joint)

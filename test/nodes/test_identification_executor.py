@@ -1,0 +1,230 @@
+"""The identification_executor lifecycle node in-process on loopback DDS, with the simulated arm."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+STATIC_DEG = [0.0, 30.0, 20.0, 60.0, 40.0, 30.0]
+FAST = {"sweep_half_range": 2.0, "trim": 0.2, "static_configuration": STATIC_DEG}
+
+
+class Harness:
+    """The node under test, a probe node (services, recorders) and optionally the simulated arm."""
+
+    def __init__(self, context: Any, overrides: dict[str, Any], with_sim: bool = True) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+        from std_srvs.srv import Trigger
+
+        from humanoid_balance.nodes.identification_executor import IdentificationExecutor
+        from humanoid_balance.sim.lunar_arm import LunarArmRosAdapter, LunarArmSim
+
+        params = [Parameter(k, value=v) for k, v in overrides.items()]
+        self.node = IdentificationExecutor(context=context, parameter_overrides=params)
+        self.probe = rclpy.create_node("identification_probe", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.sim: LunarArmSim | None = None
+        self.adapter: LunarArmRosAdapter | None = None
+        if with_sim:
+            self.sim = LunarArmSim(coulomb_friction=0.02, viscous_friction=0.1,
+                                   torque_noise_ratio=(0.01,) * 6, seed=1)
+            self.sim.reset(dict(zip(self.sim.joint_names, np.radians(STATIC_DEG), strict=True)))
+            self.adapter = LunarArmRosAdapter(self.probe, self.sim, rate_hz=200.0)
+        self.commands: list[Any] = []
+        self.diagnostics: list[Any] = []
+        self.parameters: list[Any] = []
+        self.probe.create_subscription(JointState, "/identification/command", self.commands.append,
+                                       50)
+        self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 50)
+        self.probe.create_subscription(
+            Float64MultiArray, "/identification/parameters", self.parameters.append,
+            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.start_client: Any = self.probe.create_client(Trigger, "/identification/start")
+        self.cancel_client: Any = self.probe.create_client(Trigger, "/identification/cancel")
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.005)
+            if until is not None and until():
+                return True
+        return until() if until is not None else True
+
+    def activate(self) -> None:
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        assert self.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert self.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+
+    def call(self, client: Any) -> Any:
+        from std_srvs.srv import Trigger
+
+        assert self.spin(5.0, lambda: client.service_is_ready())
+        future = client.call_async(Trigger.Request())
+        assert self.spin(5.0, future.done)
+        return future.result()
+
+    def progress(self) -> list[dict[str, str]]:
+        return [{kv.key: kv.value for kv in s.values} for d in self.diagnostics for s in d.status
+                if s.name.startswith("identification_executor")]
+
+    def close(self) -> None:
+        if self.adapter is not None:
+            self.adapter.close()
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+
+@pytest.fixture
+def fast_harness(rclpy_context: Any, tmp_path: Path) -> Iterator[Harness]:
+    """Node with 2-degree sweeps and the simulated arm (node unconfigured)."""
+    h = Harness(rclpy_context, {**FAST, "output_path": str(tmp_path / "results.yaml")})
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def test_configure_refuses_speed_above_3_deg_s(rclpy_context: Any) -> None:
+    """configure fails with speed = 5 deg/s (the quasi-static bound is 3)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context, {"speed": 5.0}, with_sim=False)
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def test_package_config_file_configures_the_node(rclpy_context: Any, repo_root: Path) -> None:
+    """config/identification.yaml holds only declared, valid parameters: configure succeeds."""
+    import yaml
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    params = yaml.safe_load((repo_root / "config" / "identification.yaml").read_text())
+    h = Harness(rclpy_context, params["identification_executor"]["ros__parameters"],
+                with_sim=False)
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    finally:
+        h.close()
+
+
+def test_start_refused_without_efforts(rclpy_context: Any) -> None:
+    """Joint states without effort: start is refused with a message saying so; no command sent."""
+    from sensor_msgs.msg import JointState
+
+    h = Harness(rclpy_context, FAST, with_sim=False)
+    try:
+        h.activate()
+        pub = h.probe.create_publisher(JointState, "/joint_states", 10)
+        msg = JointState()
+        msg.name = [f"joint{i}" for i in range(1, 7)]
+        msg.position = list(np.radians(STATIC_DEG))
+        msg.velocity = [0.0] * 6
+        for _ in range(20):
+            msg.header.stamp = h.probe.get_clock().now().to_msg()
+            pub.publish(msg)
+            h.spin(0.02)
+        result = h.call(h.start_client)
+        assert (result.success, "no finite effort" in result.message) == (False, True)
+        h.spin(0.2)
+        assert h.commands == []
+    finally:
+        h.close()
+
+
+def test_start_refused_without_joint_states(fast_harness: Harness) -> None:
+    """No /joint_states at all: start is refused."""
+    assert fast_harness.adapter is not None
+    fast_harness.adapter.close()
+    fast_harness.adapter = None
+    fast_harness.activate()
+    result = fast_harness.call(fast_harness.start_client)
+    assert (result.success, result.message) == (
+        False, "refused to start: no /joint_states with the arm joints received")
+
+
+@pytest.mark.slow
+def test_start_cancel_restart_and_bag_agree(fast_harness: Harness, tmp_path: Path) -> None:
+    """Start, progress, cancel (arm holds), start again, results written = offline estimate of the bag."""
+    import argparse
+
+    import yaml
+
+    from humanoid_balance.apps.identify import estimate_from_bag
+    from humanoid_balance.bag import BagRecorder
+
+    h = fast_harness
+    assert h.sim is not None
+    h.activate()
+    h.spin(0.5)
+    assert h.call(h.start_client).success
+    assert h.spin(10.0, lambda: any(p.get("pass") == "forward" for p in h.progress()))
+    assert h.call(h.cancel_client).success
+    h.spin(0.3)
+    held = h.sim.joint_state().position
+    h.spin(1.0)
+    assert np.abs(h.sim.joint_state().position - held).max() < np.radians(0.05)
+    assert h.node.state == "cancelled"
+    recorder = BagRecorder(h.probe, tmp_path / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
+    h.spin(0.3)
+    h.diagnostics.clear()
+    assert h.call(h.start_client).success
+    assert h.spin(90.0, lambda: h.node.state in ("done", "failed"))
+    percents = [float(p["percent"]) for p in h.progress() if "percent" in p]
+    recorder.close()
+    assert h.node.state == "done", h.node.message
+    assert max(percents) > 50.0
+    doc = yaml.safe_load((tmp_path / "results.yaml").read_text())
+    values = np.array([p["value"] for p in doc["parameters"]])
+    assert h.spin(2.0, lambda: len(h.parameters) > 0)
+    assert np.array(h.parameters[-1].data) == pytest.approx(values, rel=1e-12)
+    args = argparse.Namespace(bag=tmp_path / "bag", topic="/joint_states", urdf="",
+                              joints=[f"joint{i}" for i in range(1, 7)], speed=3.0, trim=0.2,
+                              gravity=9.81, method="sequential", torque_source="effort",
+                              torque_constants=None)
+    offline, sweeps = estimate_from_bag(args)
+    assert (doc["sweeps"], sweeps) == (6, 6)
+    assert offline.values.tolist() == pytest.approx(values.tolist(), rel=1e-9)
+
+
+def test_optimised_configuration_keeps_clearance(rclpy_context: Any) -> None:
+    """optimize_configuration: every sweep's start configuration keeps the 1 cm clearance."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context, {"optimize_configuration": True}, with_sim=False)
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        distances = [h.node.clearance.min_distance(s.start_configuration())[0] for s in h.node.plan]
+        assert min(distances) >= 0.01
+    finally:
+        h.close()
+
+
+def test_identify_app_reports_a_missing_bag(tmp_path: Path, capsys: Any) -> None:
+    """`humanoid-balance identify` on a missing bag prints why and returns 1."""
+    import argparse
+
+    from humanoid_balance.apps.identify import add_arguments, run
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert run(parser.parse_args([str(tmp_path / "nothing")])) == 1
+    assert "cannot open bag" in capsys.readouterr().out
