@@ -57,6 +57,14 @@ def build_simulation(
         return HumanoidSim(urdf_path, timestep=timestep, gravity=g, friction=friction,
                            joint_friction=joint_friction, noise=SensorNoise.nominal(sensor_noise),
                            seed=seed)
+    if model == "lunar_arm":
+        from humanoid_balance.sim.lunar_arm import TABLE6_NOISE_RATIO, LunarArmSim
+
+        # efforts as the arm's drives measure them: k_e I with the noise of seed 004's
+        # Table 6 times sensor_noise, Coulomb friction from joint_friction
+        return LunarArmSim(gravity=g, coulomb_friction=joint_friction, timestep=timestep, seed=seed,
+                           torque_noise_ratio=[sensor_noise * r for r in TABLE6_NOISE_RATIO],
+                           urdf=urdf_path)
     noise = SensorNoise.nominal(sensor_noise)
     path = urdf_path or str(package_urdf_path(model))
     return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,

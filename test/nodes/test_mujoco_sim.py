@@ -121,3 +121,21 @@ def test_stamps_round_to_the_nanosecond_across_a_second() -> None:
     assert (stamp.sec, stamp.nanosec) == (2, 0)
     stamp = _stamp(0.0015)
     assert (stamp.sec, stamp.nanosec) == (0, 1_500_000)
+
+
+@pytest.mark.parametrize("model", ["lunar_arm", "space_robot"])
+def test_the_other_seed_robots_simulate(model: str) -> None:
+    """build_simulation makes the lunar arm (efforts as k_e I) and the floating space robot; they step."""
+    import numpy as np
+
+    from humanoid_balance.nodes.mujoco_sim import build_simulation
+
+    sim = build_simulation(model, None, timestep=0.001, gravity=None, friction=0.3, joint_friction=0.0,
+                           sensor_noise=0.0, seed=0)
+    sim.reset()
+    sim.step(100)
+    state = sim.joint_state()
+    assert len(state.names) == 6 and np.all(np.isfinite(state.position))
+    assert sim.floating_base == (model == "space_robot")
+    if model == "lunar_arm":
+        assert type(sim).__name__ == "LunarArmSim"
