@@ -51,13 +51,13 @@ Run: ``python tools/gen_lunar_arm_urdf.py`` (writes urdf/lunar_arm.urdf);
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from urdf_common import write_or_check  # tools/ is on sys.path when run as a script
 
 OUT = Path(__file__).resolve().parent.parent / "urdf" / "lunar_arm.urdf"
 
@@ -243,17 +243,7 @@ def build() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write (or with ``--check`` compare) urdf/lunar_arm.urdf."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
-    args = parser.parse_args(argv)
-    text = build()
-    if args.check:
-        return 0 if args.out.exists() and args.out.read_text() == text else 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
-    return 0
+    return write_or_check(build, OUT, (__doc__ or "URDF generator").splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -180,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
         waist_node = waist_module.WaistControllerNode(
             parameter_overrides=[
                 Parameter("can.interface", value="virtual"), Parameter("can.channel", value=channel),
-                # in-process drives answer late (they share the GIL): 10 ms is for real drives
-                Parameter("feedback_timeout", value=0.05), Parameter("servo_priority", value=0),
+                # in-process drives answer late (they share the GIL with every node here, and
+                # gaps of 50 ms were seen at start-up on a loaded machine): 10 ms is for real drives
+                Parameter("feedback_timeout", value=0.2), Parameter("servo_priority", value=0),
                 # no busy-wait and Python's own GIL switching: every node shares this process
                 # (the 50 us switch interval the servo thread asks for starved the others:
                 # CoP shift 236 mm instead of 24 mm, measured)

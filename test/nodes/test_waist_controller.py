@@ -302,7 +302,9 @@ class NodeHarness:
         self.sim.start_realtime()
         # the simulated drives share this Python process (and its GIL) with the node: their
         # answers can come late by a few ms, more than real drives on a bus would
-        params = {"can.channel": channel, "feedback_timeout": 0.05, **(overrides or {})}
+        # 0.2 s: the in-process drives share the GIL with the test, and a loaded 2-core CI
+        # machine starves them for more than the 10 ms meant for real drives
+        params = {"can.channel": channel, "feedback_timeout": 0.2, **(overrides or {})}
         self.node = WaistControllerNode(
             context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         self.probe = rclpy.create_node("waist_probe", context=context)  # type: ignore[arg-type]
