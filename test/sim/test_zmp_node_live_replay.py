@@ -191,7 +191,8 @@ def test_replayed_bag_gives_the_live_zmp_sequence(live_run: LiveRun, tmp_path: P
     player = subprocess.Popen(
         [sys.executable, "-m", "humanoid_balance.cli", "replay", str(live_run.bag),
          "--exclude", "/zmp", "/zmp_fsr",
-         "--rate", str(RATE), "--wait-for", "/left_foot/ft", "/right_foot/ft", "/joint_states", "/clock"],
+         "--rate", str(RATE), "--wait-for", "/left_foot/ft", "/right_foot/ft", "/joint_states", "/clock",
+         "--delay", "2.0"],  # discovery finishing both ways takes longer on a loaded CI machine
         env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         _spin(executor, SIM_SECONDS / RATE + 60.0, until=lambda: player.poll() is not None)
