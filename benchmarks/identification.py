@@ -26,6 +26,11 @@ import time
 import numpy as np
 import pinocchio as pin
 
+from humanoid_balance.apps.experiment_identification import (
+    DEFAULT_STATIC_DEG,
+    SWEEP_HALF_RANGE_DEG,
+    TABLE,
+)
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
     StaticConfigurationProblem,
@@ -41,9 +46,9 @@ from humanoid_balance.core.identification.trajectory import identification_plan
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.results import metric, write_results
 
-STATIC = np.radians([0.0, 30.0, 20.0, 60.0, 40.0, 30.0])
-HALF = math.radians(30.0)
-TABLE = ("table", (0.45, 0.0, -0.55), (0.5, 1.0, 0.05))
+# the experiment's static configuration, sweep range and table (one definition)
+STATIC = np.radians(DEFAULT_STATIC_DEG)
+HALF = math.radians(SWEEP_HALF_RANGE_DEG)
 
 
 def synthetic_recordings(regressor: GravityRegressor, rate_hz: float = 1000.0

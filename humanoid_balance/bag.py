@@ -29,7 +29,6 @@ from typing import Any
 from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 
 CLOCK_TOPIC = "/clock"
-CLOCK_TYPE = "rosgraph_msgs/msg/Clock"
 STORAGES = ("mcap", "sqlite3")
 CLOCK_MODES = ("auto", "bag", "log_time", "none")
 

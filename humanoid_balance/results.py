@@ -87,3 +87,13 @@ def write_results(
         print(f"{key:<{width}}  {entry['value']} {entry.get('unit', '')}{target}")
     print(f"wrote {path}")
     return path
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 100) -> Path:
+    """Lay out, write (tight bounding box) and close a matplotlib figure; returns ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return path

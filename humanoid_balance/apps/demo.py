@@ -199,13 +199,14 @@ def run(args: argparse.Namespace) -> int:
 
     waist_pub = driver.create_publisher(JointState, "/joint_commands", 10)
     waist_joints = ("waist_pitch", "waist_roll")
+    waist_index = [list(sim_node.sim.joint_names).index(j) for j in waist_joints]
 
     def follow_waist() -> None:
         """The MuJoCo waist joints follow the simulated drives."""
         if waist_drives is None:
             return
         state = sim_node.sim.joint_state()
-        index = [list(state.names).index(j) for j in waist_joints]
+        index = waist_index
         angles = waist_drives.joint_angles()
         msg = JointState(name=list(waist_joints), position=[float(v) for v in angles],
                          velocity=[float(v) for v in waist_drives.joint_velocities()])

@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.results import save_figure
+
 #: seed 002 section 4
 PAPER_ANGLES = {
     "right_joint1": math.pi / 4, "right_joint2": math.pi / 2, "right_joint3": math.pi / 4,
@@ -271,9 +273,7 @@ def _plots(out: Path, model: Any, paper: Trajectory, sing: SingularityRun,
     ax.set(xlabel="x [m]", ylabel="y [m]", title="RMRC with J*: hand rates [0.02, 0.03, 0, 0] m/s",
            aspect="equal")
     ax.legend(fontsize=8)
-    written.append(out / "fig2_motion.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    written.append(save_figure(fig, out / "fig2_motion.png", dpi=120))
 
     # Fig. 3: base attitude; Fig. 4: base CoM
     yaw = np.degrees([_yaw(x) for x in q])
@@ -285,9 +285,7 @@ def _plots(out: Path, model: Any, paper: Trajectory, sing: SingularityRun,
     ax.set(xlabel="t [s]", ylabel="base attitude [deg]", title="Base attitude (paper Fig. 3)")
     ax.legend(fontsize=8)
     ax.grid(True)
-    written.append(out / "fig3_base_attitude.png")
-    fig.savefig(written[-1], dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    written.append(save_figure(fig, out / "fig3_base_attitude.png", dpi=120))
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(t, (q[:, 0] - q[0, 0]) * 1e3, label="x")
@@ -300,9 +298,7 @@ def _plots(out: Path, model: Any, paper: Trajectory, sing: SingularityRun,
     ax.set(xlabel="t [s]", ylabel="base CoM change [mm]", title="Base CoM (paper Fig. 4)")
     ax.legend()
     ax.grid(True)
-    written.append(out / "fig4_base_com.png")
-    fig.savefig(written[-1], dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    written.append(save_figure(fig, out / "fig4_base_com.png", dpi=120))
 
     # checks: joint rates, CoM drift, hand velocity error
     fig, axes = plt.subplots(3, 1, figsize=(6, 8), sharex=True)
@@ -319,9 +315,7 @@ def _plots(out: Path, model: Any, paper: Trajectory, sing: SingularityRun,
     axes[2].set(xlabel="t [s]", ylabel="hand velocity error [m/s]")
     for a in axes:
         a.grid(True)
-    written.append(out / "checks.png")
-    fig.savefig(written[-1], dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    written.append(save_figure(fig, out / "checks.png", dpi=120))
 
     # the singularity drive
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -340,9 +334,7 @@ def _plots(out: Path, model: Any, paper: Trajectory, sing: SingularityRun,
     axes[1].plot(*sing.q[0:2], "ks")
     axes[1].set(xlabel="x [m]", ylabel="y [m]", aspect="equal", title="Configuration at detection")
     axes[1].legend(fontsize=8)
-    written.append(out / "singularity.png")
-    fig.savefig(written[-1], dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    written.append(save_figure(fig, out / "singularity.png", dpi=120))
     return written
 
 

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from humanoid_balance.results import save_figure
+
 #: the paper's Table 3 (RMSE % of max torque, simulation, Moon) and Table 4 (payload)
 PAPER_TABLE3 = (5.3, 6.6, 3.3, 4.8, 6.4, 6.9)
 PAPER_TABLE4 = (7.0, 4.5, 2.8, 4.3, 6.0, 6.9)
@@ -202,9 +204,7 @@ def _plot(out: Path, name: str, val: dict[str, Any], title: str) -> None:
     axes[1, 0].set_xlabel("sample")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=90)
-    plt.close(fig)
+    save_figure(fig, out / name, dpi=90)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.core.zmp import FootSample  # numpy only: cheap to import here
+from humanoid_balance.results import save_figure
+
 #: Seed 000's reported figures, shown beside ours.
 PAPER_PEAK_DLZ_DT = 31.70  # N m
 PAPER_FRICTION_TORQUE_LIMIT = 32.34  # N m (g = 9.8)
@@ -205,8 +208,6 @@ def measured_zmp(sim: Any, estimator: Any) -> np.ndarray | None:
     foot weight below the sensors compensated, contact threshold with hysteresis),
     with the soles' poses in the simulation's world; None when no foot is in contact.
     """
-    from humanoid_balance.core.zmp import FootSample
-
     samples = {}
     for side in SIDES:
         force, torque = sim.foot_wrench(side)
@@ -336,11 +337,7 @@ def _plots(out: Path, rmc: ModelRun, off: ModelRun, sim_rmc: SimRun, sim_off: Si
         axes.flat[0].legend(fontsize=8)
         axes.flat[7].axis("off")
         fig.suptitle(title)
-        fig.tight_layout()
-        path = out / name
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        files.append(path)
+        files.append(save_figure(fig, out / name, dpi=90))
 
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), sharex=True)
     comps = ("Px [N s]", "Py [N s]", "Pz [N s]", "Lx [N m s]", "Ly [N m s]", "Lz [N m s]")
@@ -352,11 +349,7 @@ def _plots(out: Path, rmc: ModelRun, off: ModelRun, sim_rmc: SimRun, sim_off: Si
         ax.grid(True, alpha=0.3)
     axes.flat[0].legend(fontsize=8)
     fig.suptitle("Fig. 6: momentum about W, S = [Lx, Ly]")
-    fig.tight_layout()
-    path = out / "fig6_momentum.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    files.append(path)
+    files.append(save_figure(fig, out / "fig6_momentum.png", dpi=90))
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 6))
     ax = axes[0]
@@ -383,11 +376,7 @@ def _plots(out: Path, rmc: ModelRun, off: ModelRun, sim_rmc: SimRun, sim_off: Si
     ax.set_ylabel("ZMP shift from standing [mm]")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    path = out / "fig7_zmp.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    files.append(path)
+    files.append(save_figure(fig, out / "fig7_zmp.png", dpi=90))
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.plot(off.times, off.turn_torque, "r", label="no RMC")
@@ -400,11 +389,7 @@ def _plots(out: Path, rmc: ModelRun, off: ModelRun, sim_rmc: SimRun, sim_off: Si
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     ax.set_title("Turning: yaw torque against the friction limit")
-    fig.tight_layout()
-    path = out / "turn_torque.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    files.append(path)
+    files.append(save_figure(fig, out / "turn_torque.png", dpi=90))
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     speeds = [r["speed"] for r in sweep_rows]
@@ -423,11 +408,7 @@ def _plots(out: Path, rmc: ModelRun, off: ModelRun, sim_rmc: SimRun, sim_off: Si
     ax.legend(fontsize=8, loc="upper left")
     ax2.legend(fontsize=8, loc="lower right")
     ax.set_title("Speed sweep (model level)")
-    fig.tight_layout()
-    path = out / "speed_sweep.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    files.append(path)
+    files.append(save_figure(fig, out / "speed_sweep.png", dpi=90))
     return files
 
 

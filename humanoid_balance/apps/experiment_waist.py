@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from humanoid_balance.results import save_figure
+
 FloatArray = NDArray[np.float64]
 DT = 0.002
 DURATION_S = 6.0
@@ -160,9 +162,7 @@ def plot(run: TrackingRun, out: Path) -> list[Path]:
         axes[k].legend(loc="best", fontsize=8)
     axes[1].set_xlabel("t / s")
     fig.suptitle("Waist angles (cf. paper Figs. 9-10)")
-    paths.append(out / "waist_angles.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "waist_angles.png", dpi=120))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     rpm = run.motor_speed_rad_s * 60.0 / (2.0 * math.pi)
@@ -172,9 +172,7 @@ def plot(run: TrackingRun, out: Path) -> list[Path]:
     ax.set_ylabel("motor speed / rpm")
     ax.set_title("Motor speeds (cf. paper Figs. 7-8)")
     ax.legend()
-    paths.append(out / "waist_motor_speeds.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "waist_motor_speeds.png", dpi=120))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     err = run.reference_deg - run.actual_deg
@@ -187,9 +185,7 @@ def plot(run: TrackingRun, out: Path) -> list[Path]:
     ax.set_ylabel("reference - actual / deg")
     ax.set_title("Tracking error")
     ax.legend()
-    paths.append(out / "waist_tracking_error.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "waist_tracking_error.png", dpi=120))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(run.t_s, run.motor_current_a[:, 0], label="motor 1")
@@ -198,9 +194,7 @@ def plot(run: TrackingRun, out: Path) -> list[Path]:
     ax.set_ylabel("current / A")
     ax.set_title("Motor currents (torso gravity load)")
     ax.legend()
-    paths.append(out / "waist_motor_currents.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "waist_motor_currents.png", dpi=120))
     return paths
 
 

@@ -357,7 +357,9 @@ class WaistController:
             try:
                 sent = self._servo(theta, q_meas, now_s)
             except (InvalidInputError, CanBusError) as exc:
-                self._fault(f"servo step failed: {exc}")
+                # the bus can go off between the safety check and the send (the error frame
+                # arrives on the receive thread): name it as the safety check would
+                self._fault("CAN bus off" if bus.bus_off else f"servo step failed: {exc}")
                 sent = None
         elif not bus.bus_off:
             # disabled: poll the drives (a disabled drive ignores the setpoint, answers feedback)
@@ -366,7 +368,7 @@ class WaistController:
                 sent = (0.0, 0.0)
             except CanBusError as exc:
                 if self.state != ControllerState.FAULT and bus.bus_off:
-                    self._fault(f"bus off: {exc}")
+                    self._fault(f"CAN bus off: {exc}")
         joint_vel = self.waist.j_qw @ omega_fb
         error = (self._q_ref - q_meas) if self.state in ENABLED_STATES else np.full(2, np.nan)
         return CycleOutput(self.state, self.waist.joint_from_motor(theta), joint_vel, theta,

@@ -127,6 +127,7 @@ class FreeFloatingArmController:
                            for f in ("lower", "upper", "velocity", "acceleration"))),
             self.position_margin)
         self._q_index = self.model.q_index(list(self._names))
+        self._v_index = self.model.v_index(list(self._names))
         if old is not None and getattr(self, "_q_cmd", None) is not None:
             assert self._q_cmd is not None and self._qd_prev is not None
             position = dict(zip(old, self._q_cmd, strict=True))
@@ -226,14 +227,14 @@ class FreeFloatingArmController:
             gjm = generalized_jacobian(self.model, q, frames, joints=self._names, rows=self.rows)
             velocity = np.zeros(self.model.nv)
             velocity[0:6] = gjm.base_map @ command
-            velocity[self.model.v_index(list(self._names))] = command
+            velocity[self._v_index] = command
             achieved = gjm.matrix @ command
-        momentum = self.model.momentum(q, velocity)
+        matrix = self.model.momentum_matrix(q)
+        momentum = matrix @ velocity
         rate = np.zeros(6) if self._momentum_prev is None else (momentum - self._momentum_prev) / dt
         self._momentum_prev = momentum
         n_job = len(self.job_names)
-        matrix = self.model.momentum_matrix(q)
-        v_idx = self.model.v_index(list(self._names))
+        v_idx = self._v_index
         twist_error = np.zeros(6)
         twist_error[self._row_index] = xd[:k] - achieved[:k]
         return RmcOutput(

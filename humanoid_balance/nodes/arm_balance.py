@@ -52,6 +52,7 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool
 
 from humanoid_balance.core.free_floating import FreeFloatingArmController
+from humanoid_balance.core.gjm import ROW_NAMES
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import (
     MOMENTUM_ROWS,
@@ -133,6 +134,10 @@ def validate(name: str, value: object) -> str | None:
         return f"reference_point={value!r}: expected one of {list(REFERENCE_POINTS)}"
     if name == "mode" and value not in MODES:
         return f"mode={value!r}: expected one of {list(MODES)}"
+    if name == "free_floating_rows":
+        rows = [str(r) for r in value] if isinstance(value, (list, tuple)) else []
+        if not rows or not set(rows) <= set(ROW_NAMES):
+            return f"free_floating_rows={value!r}: expected a non-empty subset of {list(ROW_NAMES)}"
     if name == "trigger" and value not in TRIGGERS:
         return f"trigger={value!r}: expected one of {list(TRIGGERS)}"
     positive = ("rate", "joint_state_timeout", "job_input_timeout", "margin_timeout",
@@ -244,7 +249,8 @@ class ArmBalanceNode(LifecycleNode):
             "job_arm", "selection", "secondary", "reference_point", "mode", "rate", "trigger", "gravity",
             "friction_coefficient", "foot_distance", "position_margin", "damping_threshold",
             "max_damping", "joint_state_timeout", "job_input_timeout", "margin_timeout",
-            "guard_slow_margin", "guard_hold_margin", "urdf_path", "diagnostics_rate")}
+            "guard_slow_margin", "guard_hold_margin", "urdf_path", "diagnostics_rate",
+            "base_pose_topic", "free_floating_rows")}
         for name, value in values.items():
             problem = validate(name, value)
             if problem:
@@ -275,8 +281,8 @@ class ArmBalanceNode(LifecycleNode):
             guard_hold_margin=float(values["guard_hold_margin"]),
             urdf_path=str(values["urdf_path"]),
             diagnostics_rate=float(values["diagnostics_rate"]),
-            base_pose_topic=str(p("base_pose_topic").value),
-            free_floating_rows=tuple(str(r) for r in p("free_floating_rows").value))
+            base_pose_topic=str(values["base_pose_topic"]),
+            free_floating_rows=tuple(str(r) for r in list(values["free_floating_rows"])))
 
     def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
         configured = self.settings is not None
@@ -612,12 +618,12 @@ class ArmBalanceNode(LifecycleNode):
                 self._overruns += 1
         self._last_cycle_wall = wall
         now = self._now_ns() if now_ns is None else now_ns
-        period = 1.0 / self.settings.rate
+        nominal = 1.0 / self.settings.rate
         # the step is the time since the last cycle on the node clock (simulation time with
         # use_sim_time), so that late cycles still integrate the commanded positions at the
         # commanded speed; clamped to [0.5, 10] periods (a longer gap: the stale-input checks hold)
-        dt = period if self._last_cycle_ns == 0 else \
-            float(np.clip((now - self._last_cycle_ns) * 1e-9, 0.5 * period, 10.0 * period))
+        dt = nominal if self._last_cycle_ns == 0 else \
+            float(np.clip((now - self._last_cycle_ns) * 1e-9, 0.5 * nominal, 10.0 * nominal))
         self._last_cycle_ns = now
         self._apply_pending()
         problem = self._joint_state_problem(now)

@@ -198,8 +198,9 @@ class ZmpEstimatorNode(Node):
         self.last_output: ZmpOutput | None = None
         self._last_polygon: np.ndarray | None = None
         self._last_polygon_ns: int | None = None
-        self.counts = {"samples": 0, "published": 0, "dropped_nonfinite": 0, "dropped_frame": 0,
-                       "dropped_stale": 0, "no_contact": 0}
+        self.counts = dict.fromkeys(
+            ("samples", "published", "dropped_nonfinite", "dropped_shape", "dropped_invalid",
+             "dropped_frame", "dropped_stale", "no_contact"), 0)
         self._frame_error: str | None = None
 
         qos = QoSProfile(depth=100)
@@ -285,7 +286,7 @@ class ZmpEstimatorNode(Node):
         forces = np.asarray(msg.data, dtype=float)
         expected = len(self.estimator.feet[side].fsr_positions)
         if forces.shape != (expected,):
-            self.counts["dropped_nonfinite"] += 1
+            self.counts["dropped_shape"] += 1
             self._warn(f"{side} foot: {forces.size} FSR forces, expected {expected}: dropped")
             return
         if not np.all(np.isfinite(forces)):
@@ -354,8 +355,8 @@ class ZmpEstimatorNode(Node):
                 samples[side] = FootSample(soles[side], fsr_forces=value)
         try:
             out = self.estimator.step(samples)
-        except InvalidInputError as error:
-            self.counts["dropped_nonfinite"] += 1
+        except InvalidInputError as error:  # e.g. a joint state giving a non-finite sole pose
+            self.counts["dropped_invalid"] += 1
             self._warn(str(error))
             return
         self.last_output = out

@@ -394,3 +394,14 @@ def test_job_joint_velocities_naming_other_joints_are_ignored(harness: Harness) 
 
     assert harness.spin(3.0, done)
     assert np.allclose(np.asarray(harness.commands[-1].velocity), 0.0, atol=1e-12)
+
+
+def test_free_floating_rows_are_validated(rclpy_context: Any) -> None:
+    """free_floating_rows naming a row that is not a velocity row: configure fails."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = _floating_harness(rclpy_context, {"free_floating_rows": ["vx", "Lz"]})
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()

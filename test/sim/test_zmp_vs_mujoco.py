@@ -12,19 +12,9 @@ import pytest
 
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.strike_trajectory import RIGHT_INITIAL_DEG, StrikeTrajectory, arm_pose
-from humanoid_balance.core.zmp import FootSample, ZmpEstimator, foot_geometry_from_model
+from humanoid_balance.core.zmp import FootSample, humanoid_zmp_estimator
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim
-
-SOLE = np.array([[0.11, 0.06], [-0.11, 0.06], [-0.11, -0.06], [0.11, -0.06]])
-FSR = np.array([[0.09, 0.05], [0.09, -0.05], [-0.09, 0.05], [-0.09, -0.05]])
-
-
-def _estimator(model: RobotModel, sensor_type: str) -> ZmpEstimator:
-    feet = {s: foot_geometry_from_model(model, sensor_frame=f"{s}_foot_ft", sole_frame=f"{s}_sole",
-                                        foot_link=f"{s}_foot", sole_corners=SOLE, fsr_positions=FSR)
-            for s in SIDES}
-    return ZmpEstimator(feet, sensor_type=sensor_type)
 
 
 def _run(sensor_type: str, moving: bool, seconds: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
@@ -37,7 +27,7 @@ def _run(sensor_type: str, moving: bool, seconds: float = 2.0) -> tuple[np.ndarr
     sim = HumanoidSim()
     sim.reset(arm_pose("right", RIGHT_INITIAL_DEG))
     sim.settle(0.3)
-    estimator = _estimator(model, sensor_type)
+    estimator = humanoid_zmp_estimator(model, sensor_type)
     strike = StrikeTrajectory(model, arm="right", start_time=0.4)
     q = model.neutral()
     estimated, truth = [], []
@@ -85,7 +75,7 @@ def test_one_foot_unloaded_gives_the_other_foots_zmp() -> None:
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
     sim = HumanoidSim()
     sim.settle(0.3)
-    estimator = _estimator(model, "ft")
+    estimator = humanoid_zmp_estimator(model, "ft")
     q = model.neutral()
     js = sim.joint_state()
     q[model.q_index(js.names)] = js.position
