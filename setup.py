@@ -20,7 +20,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", _files("launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", _files("config/*.yaml") + _files("config/*.xml") + _files("config/*.rviz")),
+        (f"share/{PACKAGE}/config",
+         _files("config/*.yaml") + _files("config/*.xml") + _files("config/*.rviz")),
         (f"share/{PACKAGE}/urdf", _files("urdf/*.urdf")),
     ],
     # ROS packages (rclpy, messages) are not listed here: on a robot they come

@@ -19,10 +19,11 @@ def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    """ruff reports nothing on the package, tests, benchmarks and launch files."""
+    """ruff reports nothing on the package, tests, benchmarks, launch files, tools and setup.py."""
     if shutil.which("ruff") is None and _run("ruff", "--version").returncode != 0:
         pytest.fail("ruff is not installed: pip install -r requirements-test.txt")
-    result = _run("ruff", "check", "humanoid_balance", "test", "benchmarks", "launch", "tools")
+    result = _run("ruff", "check", "humanoid_balance", "test", "benchmarks", "launch", "tools",
+                  "setup.py")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

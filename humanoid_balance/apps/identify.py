@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.core.identification import METHODS
+
 LUNAR_JOINTS = tuple(f"joint{i}" for i in range(1, 7))
 
 
@@ -33,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trim", type=float, default=0.5,
                         help="seconds dropped at the start of each pass")
     parser.add_argument("--gravity", type=float, default=9.81, help="gravity of the recording")
-    parser.add_argument("--method", choices=("sequential", "global"), default="sequential")
+    parser.add_argument("--method", choices=METHODS, default="sequential",
+                        help="sequential (eq. 10), global, or weighted by each joint's noise")
     parser.add_argument("--torque-source", choices=("effort", "current"), default="effort",
                         help="current: the effort field holds motor current [A], tau = k_e I")
     parser.add_argument("--torque-constants", type=float, nargs="+", default=None,

@@ -49,6 +49,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 
+from humanoid_balance.core.identification import METHODS
 from humanoid_balance.core.identification.estimation import Estimate
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
@@ -103,8 +104,8 @@ def validate(name: str, value: Any) -> str | None:
         return f"{name}={value}: expected > 0"
     if name == "torque_constants" and (len(value) == 0 or min(value) <= 0.0):
         return f"torque_constants={list(value)}: expected values > 0 [N m/A]"
-    if name == "method" and value not in ("sequential", "global"):
-        return f"method={value!r}: expected 'sequential' or 'global'"
+    if name == "method" and value not in METHODS:
+        return f"method={value!r}: expected one of {', '.join(METHODS)}"
     return None
 
 

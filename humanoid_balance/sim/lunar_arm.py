@@ -10,7 +10,11 @@ on ``urdf/lunar_arm.urdf`` (fixed base) with
   current is the servo torque over ``k_e`` plus white noise whose mean
   absolute value is the paper's Table 6 ratio (mean noise amplitude / max
   torque: 0.13, 0.12, 0.21, 0.19, 0.90, 1.0) times each joint's peak
-  gravity torque (over random configurations at this gravity);
+  gravity torque. Table 6 gives the noise in N m, measured on the unloaded
+  arm at Earth gravity: it is the sensor's, so by default the reference is
+  the peak of the *unloaded* arm at *Earth* gravity (over random
+  configurations), whatever the payload and the gravity of this simulation
+  (``noise_reference_torque`` overrides it);
 - an optional 0.3 kg payload at the hand (``link6``, 0.08 m along +y6);
 - gravity a parameter (Earth 9.81, Moon 9.81 / 6);
 - contacts off (the arm's clearance is the planner's job, not the physics').
@@ -43,7 +47,8 @@ TABLE6_NOISE_RATIO = (0.13, 0.12, 0.21, 0.19, 0.90, 1.0)
 #: the paper's payload [kg] and where we put it in link6 [m]
 PAYLOAD_MASS = 0.3
 PAYLOAD_OFFSET = (0.0, 0.08, 0.0)
-MOON_GRAVITY = 9.81 / 6.0
+EARTH_GRAVITY = 9.81
+MOON_GRAVITY = EARTH_GRAVITY / 6.0
 #: servo gains of the arm (a stiff position servo; armature of a geared joint)
 LUNAR_GAINS: tuple[tuple[str, ServoGains], ...] = (("", ServoGains(400.0, 20.0, 0.02)),)
 
@@ -74,8 +79,11 @@ class LunarArmSim(MujocoRobotSim):
         gravity: magnitude of gravity [m/s^2].
         coulomb_friction: Coulomb friction per joint (or one for all) [N m].
         viscous_friction: viscous friction per joint (or one for all) [N m s/rad].
-        torque_noise_ratio: mean |noise| / peak gravity torque per joint
+        torque_noise_ratio: mean |noise| / reference torque per joint
             (Table 6); zeros for noise-free torque.
+        noise_reference_torque: the reference torque per joint [N m]
+            (default: the peak gravity torque of the unloaded arm at Earth
+            gravity, where Table 6 was measured).
         torque_constants: ``k_e`` per joint [N m/A].
         payload: payload mass at the hand [kg] (0 for none).
         timestep: physics step [s].
@@ -86,10 +94,11 @@ class LunarArmSim(MujocoRobotSim):
     def __init__(
         self,
         *,
-        gravity: float = 9.81,
+        gravity: float = EARTH_GRAVITY,
         coulomb_friction: float | Sequence[float] = 0.0,
         viscous_friction: float | Sequence[float] = 0.0,
         torque_noise_ratio: Sequence[float] = TABLE6_NOISE_RATIO,
+        noise_reference_torque: Sequence[float] | np.ndarray | None = None,
         torque_constants: Sequence[float] = (0.1,) * 6,
         payload: float = 0.0,
         timestep: float = 0.001,
@@ -109,13 +118,17 @@ class LunarArmSim(MujocoRobotSim):
         super().__init__(path, floating_base=False, timestep=timestep, gravity=gravity,
                          seed=seed, gains=LUNAR_GAINS)
         self.gravity = float(gravity)
-        self.peak_torque = peak_gravity_torque(path, gravity, self.payload)
-        # Gaussian noise with mean |n| = ratio * peak: sigma = amplitude * sqrt(pi / 2)
-        self.current_noise_std = ratio * self.peak_torque * math.sqrt(math.pi / 2) \
+        if noise_reference_torque is None:
+            self.noise_reference_torque = peak_gravity_torque(path, EARTH_GRAVITY)
+        else:
+            self.noise_reference_torque = self._per_joint("noise_reference_torque",
+                                                          noise_reference_torque)
+        # Gaussian noise with mean |n| = ratio * reference: sigma = amplitude * sqrt(pi / 2)
+        self.current_noise_std = ratio * self.noise_reference_torque * math.sqrt(math.pi / 2) \
             / self.torque_constants
 
     @staticmethod
-    def _per_joint(name: str, value: float | Sequence[float]) -> np.ndarray:
+    def _per_joint(name: str, value: float | Sequence[float] | np.ndarray) -> np.ndarray:
         arr = np.broadcast_to(np.asarray(value, dtype=float), (6,)).copy() \
             if np.ndim(value) == 0 else np.asarray(value, dtype=float)
         if arr.shape != (6,) or not np.all(np.isfinite(arr)) or np.any(arr < 0.0):

@@ -17,7 +17,13 @@ from humanoid_balance.core.identification.regressor import (
 from humanoid_balance.core.identification.trajectory import MAX_SPEED_RAD_S, identification_plan
 from humanoid_balance.exceptions import InvalidInputError
 from humanoid_balance.resources import urdf_path
-from humanoid_balance.sim.lunar_arm import TABLE6_NOISE_RATIO, LunarArmSim, run_sweep
+from humanoid_balance.sim.lunar_arm import (
+    MOON_GRAVITY,
+    TABLE6_NOISE_RATIO,
+    LunarArmSim,
+    peak_gravity_torque,
+    run_sweep,
+)
 
 Q = np.radians([10.0, 30.0, 20.0, 60.0, 40.0, 30.0])
 QUIET = (0.0,) * 6
@@ -65,13 +71,30 @@ def test_friction_adds_coulomb_and_viscous_torque() -> None:
     assert extra == pytest.approx(0.05 + 0.5 * MAX_SPEED_RAD_S, abs=2e-3)
 
 
+def _mean_abs_noise(sim: LunarArmSim, samples: int = 20000) -> np.ndarray:
+    _hold(sim, Q)
+    noise = np.array([sim.joint_state().effort - sim.true_torque() for _ in range(samples)])
+    return np.asarray(np.mean(np.abs(noise), axis=0))
+
+
 def test_current_noise_has_table6_amplitude() -> None:
     """The mean |torque noise| of each joint is Table 6's ratio times its peak torque (5 %)."""
     sim = LunarArmSim(seed=3)
-    _hold(sim, Q)
-    noise = np.array([sim.joint_state().effort - sim.true_torque() for _ in range(20000)])
-    expected = np.array(TABLE6_NOISE_RATIO) * sim.peak_torque
-    assert np.mean(np.abs(noise), axis=0) == pytest.approx(expected, rel=0.05)
+    peak = peak_gravity_torque(urdf_path("lunar_arm"), 9.81)
+    assert sim.noise_reference_torque == pytest.approx(peak)
+    expected = np.array(TABLE6_NOISE_RATIO) * peak
+    assert _mean_abs_noise(sim) == pytest.approx(expected, rel=0.05)
+
+
+def test_current_noise_is_the_sensors_whatever_the_load_and_gravity() -> None:
+    """Payload and Moon gravity leave the noise in N m as measured unloaded at Earth (Table 6)."""
+    earth = LunarArmSim(seed=3)
+    moon_loaded = LunarArmSim(seed=3, gravity=MOON_GRAVITY, payload=0.3)
+    assert moon_loaded.current_noise_std == pytest.approx(earth.current_noise_std)
+    reference = (1.0, 2.0, 0.5, 0.5, 0.1, 0.1)
+    custom = LunarArmSim(seed=4, noise_reference_torque=reference)
+    expected = np.array(TABLE6_NOISE_RATIO) * np.array(reference)
+    assert _mean_abs_noise(custom) == pytest.approx(expected, rel=0.05)
 
 
 def test_measured_torque_is_k_e_times_current() -> None:

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from humanoid_balance.core.identification import METHODS
 from humanoid_balance.core.identification.estimation import (
     Estimate,
     estimate_global,
     estimate_sequential,
+    estimate_weighted,
     pair_passes,
 )
 from humanoid_balance.core.identification.regressor import GravityRegressor, ParameterSet
@@ -56,7 +58,7 @@ class SweepRecording:
         return np.array(self.positions), np.array(self.torques), np.array(self.direction)
 
 
-def _block_mean(a: np.ndarray, k: int) -> np.ndarray:
+def block_mean(a: np.ndarray, k: int) -> np.ndarray:
     """Means of consecutive blocks of k rows (the last, shorter block dropped)."""
     m = (len(a) // k) * k
     return np.asarray(a[:m].reshape(m // k, k, *a.shape[1:]).mean(axis=1))
@@ -89,11 +91,11 @@ def paired_samples(recordings: Sequence[SweepRecording], pair_friction: bool = T
             q, tau = paired.positions, paired.torques
         if average > 1:
             if pair_friction:
-                q, tau = _block_mean(q, average), _block_mean(tau, average)
+                q, tau = block_mean(q, average), block_mean(tau, average)
             else:  # keep the passes apart: a block must not straddle the turn
                 parts = [(q[m], tau[m]) for m in (fwd, bwd)]
-                q = np.concatenate([_block_mean(p[0], average) for p in parts])
-                tau = np.concatenate([_block_mean(p[1], average) for p in parts])
+                q = np.concatenate([block_mean(p[0], average) for p in parts])
+                tau = np.concatenate([block_mean(p[1], average) for p in parts])
         qs.append(q)
         taus.append(tau)
         joints.append(np.full(len(q), rec.joint))
@@ -111,15 +113,18 @@ def identify(
         regressor: the arm's gravity regressor, at the gravity of the recordings.
         pset: parameter set to estimate.
         pair_friction: cancel friction with forward/backward pairs (eq. 5).
-        method: ``sequential`` (eq. 10, each joint from its own sweep) or ``global``.
+        method: ``sequential`` (eq. 10, each joint from its own sweep), ``global``
+            or ``weighted`` (global, each joint's rows weighted by its noise).
         average: average blocks of this many consecutive friction-free samples.
     """
-    if method not in ("sequential", "global"):
-        raise InvalidInputError(f"method={method!r}: expected 'sequential' or 'global'")
+    if method not in METHODS:
+        raise InvalidInputError(f"method={method!r}: expected one of {', '.join(METHODS)}")
     q, tau, joint = paired_samples(recordings, pair_friction, average)
     h = pset.regressor(regressor.stacked(q))
     if method == "sequential":
         return estimate_sequential(pset, h, tau, joint)
+    if method == "weighted":
+        return estimate_weighted(pset, h, tau, joint)
     return estimate_global(pset, h, tau)
 
 
