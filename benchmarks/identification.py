@@ -21,7 +21,6 @@ Writes benchmarks/results/identification.json (format of shared/RESULTS.md).
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -29,8 +28,8 @@ import pinocchio as pin
 
 from humanoid_balance.apps.experiment_identification import (
     DEFAULT_STATIC_DEG,
-    SWEEP_HALF_RANGE_DEG,
     TABLE,
+    sweep_ranges,
 )
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
@@ -47,9 +46,9 @@ from humanoid_balance.core.identification.trajectory import identification_plan
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.results import metric, write_results
 
-# the experiment's static configuration, sweep range and table (one definition)
+# the experiment's static configuration, sweep ranges and table (one definition)
 STATIC = np.radians(DEFAULT_STATIC_DEG)
-HALF = math.radians(SWEEP_HALF_RANGE_DEG)
+RANGES = sweep_ranges()
 
 
 def synthetic_recordings(regressor: GravityRegressor, rate_hz: float = 1000.0
@@ -57,7 +56,7 @@ def synthetic_recordings(regressor: GravityRegressor, rate_hz: float = 1000.0
     """The six sweeps at rate_hz with RNEA gravity + friction + noise."""
     rng = np.random.default_rng(0)
     recordings = []
-    for sweep in identification_plan([STATIC] * 6, [(s - HALF, s + HALF) for s in STATIC]):
+    for sweep in identification_plan([STATIC] * 6, RANGES):
         t = np.arange(0.0, sweep.duration, 1.0 / rate_hz)
         q, qd, direction = sweep.sample(t)
         rec = SweepRecording(sweep.joint)
@@ -85,9 +84,8 @@ def main() -> int:
 
     clearance = ClearanceChecker(urdf, model, [TABLE])
     totals = {"gapso": [0.0, 0.0], "de": [0.0, 0.0]}
-    for j in range(6):
-        problem = StaticConfigurationProblem(regressor, pset, j, (STATIC[j] - HALF, STATIC[j] + HALF),
-                                             clearance)
+    for j, sweep_range in enumerate(RANGES):
+        problem = StaticConfigurationProblem(regressor, pset, j, sweep_range, clearance)
         for key, solver in (("gapso", ga_pso), ("de", differential_evolution)):
             result = solver(problem.objective, problem.bounds)
             totals[key][0] += result.seconds

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from urdf_common import write_or_check  # tools/ is on sys.path when run as a script
+from urdf_common import num, vec, write_or_check  # tools/ is on sys.path when run as a script
 
 OUT = Path(__file__).resolve().parent.parent / "urdf" / "humanoid.urdf"
 
@@ -76,14 +76,6 @@ class Box:
         return (m * (b * b + c * c) / 12, m * (a * a + c * c) / 12, m * (a * a + b * b) / 12)
 
 
-def _f(x: float) -> str:
-    return f"{x:.12g}"
-
-
-def _v(xs: tuple[float, ...]) -> str:
-    return " ".join(_f(x) for x in xs)
-
-
 class Urdf:
     """Accumulates URDF text."""
 
@@ -105,14 +97,14 @@ class Urdf:
             self.mass += box.mass
             self.lines += [
                 "    <inertial>",
-                f'      <origin xyz="{_v(box.com)}" rpy="0 0 0"/>',
-                f'      <mass value="{_f(box.mass)}"/>',
-                f'      <inertia ixx="{_f(ixx)}" ixy="0" ixz="0" iyy="{_f(iyy)}" iyz="0" '
-                f'izz="{_f(izz)}"/>',
+                f'      <origin xyz="{vec(box.com)}" rpy="0 0 0"/>',
+                f'      <mass value="{num(box.mass)}"/>',
+                f'      <inertia ixx="{num(ixx)}" ixy="0" ixz="0" iyy="{num(iyy)}" iyz="0" '
+                f'izz="{num(izz)}"/>',
                 "    </inertial>",
                 "    <visual>",
-                f'      <origin xyz="{_v(box.com)}" rpy="0 0 0"/>',
-                f'      <geometry><box size="{_v(box.size)}"/></geometry>',
+                f'      <origin xyz="{vec(box.com)}" rpy="0 0 0"/>',
+                f'      <geometry><box size="{vec(box.size)}"/></geometry>',
                 "    </visual>",
             ]
         elif mass is not None:
@@ -121,8 +113,8 @@ class Urdf:
             self.lines += [
                 "    <inertial>",
                 '      <origin xyz="0 0 0" rpy="0 0 0"/>',
-                f'      <mass value="{_f(mass)}"/>',
-                f'      <inertia ixx="{_f(i)}" ixy="0" ixz="0" iyy="{_f(i)}" iyz="0" izz="{_f(i)}"/>',
+                f'      <mass value="{num(mass)}"/>',
+                f'      <inertia ixx="{num(i)}" ixy="0" ixz="0" iyy="{num(i)}" iyz="0" izz="{num(i)}"/>',
                 "    </inertial>",
             ]
         self.lines.append("  </link>")
@@ -137,15 +129,15 @@ class Urdf:
             f'  <joint name="{name}" type="{kind}">',
             f'    <parent link="{parent}"/>',
             f'    <child link="{child}"/>',
-            f'    <origin xyz="{_v(xyz)}" rpy="0 0 0"/>',
+            f'    <origin xyz="{vec(xyz)}" rpy="0 0 0"/>',
         ]
         if axis is not None:
             assert limits is not None
             lower, upper, effort, velocity = limits
             self.lines += [
-                f'    <axis xyz="{_v(tuple(float(a) for a in axis))}"/>',
-                f'    <limit lower="{_f(lower)}" upper="{_f(upper)}" effort="{_f(effort)}" '
-                f'velocity="{_f(velocity)}"/>',
+                f'    <axis xyz="{vec(tuple(float(a) for a in axis))}"/>',
+                f'    <limit lower="{num(lower)}" upper="{num(upper)}" effort="{num(effort)}" '
+                f'velocity="{num(velocity)}"/>',
             ]
         self.lines.append("  </joint>")
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from urdf_common import write_or_check  # tools/ is on sys.path when run as a script
+from urdf_common import inertial, num, vec, write_or_check  # tools/ is on sys.path when run as a script
 
 OUT = Path(__file__).resolve().parent.parent / "urdf" / "lunar_arm.urdf"
 
@@ -153,37 +153,16 @@ def rpy(rot: np.ndarray) -> tuple[float, float, float]:
     return roll, pitch, yaw
 
 
-def _f(x: float) -> str:
-    x = 0.0 if abs(x) < 1e-15 else x
-    return f"{x:.12g}"
-
-
-def _v(xs: tuple[float, ...] | np.ndarray) -> str:
-    return " ".join(_f(float(x)) for x in xs)
-
-
 def box_inertia(mass: float, size: tuple[float, float, float]) -> tuple[float, float, float]:
     """Principal inertias [kg m^2] of a uniform box of ``size`` [m]."""
     x, y, z = size
     return (mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12)
 
 
-def _inertial(mass: float, com: tuple[float, float, float],
-              inertia: tuple[float, float, float]) -> list[str]:
-    ixx, iyy, izz = inertia
-    return [
-        "    <inertial>",
-        f'      <origin xyz="{_v(com)}" rpy="0 0 0"/>',
-        f'      <mass value="{_f(mass)}"/>',
-        f'      <inertia ixx="{_f(ixx)}" ixy="0" ixz="0" iyy="{_f(iyy)}" iyz="0" izz="{_f(izz)}"/>',
-        "    </inertial>",
-    ]
-
-
 def _shape(tag: str, center: tuple[float, float, float], geometry: str) -> list[str]:
     return [
         f"    <{tag}>",
-        f'      <origin xyz="{_v(center)}" rpy="0 0 0"/>',
+        f'      <origin xyz="{vec(center)}" rpy="0 0 0"/>',
         f"      <geometry>{geometry}</geometry>",
         f"    </{tag}>",
     ]
@@ -192,13 +171,13 @@ def _shape(tag: str, center: tuple[float, float, float], geometry: str) -> list[
 def _link_geometry(i: int, link: LinkRow) -> list[str]:
     if link.length > 0:
         length = link.length - 2 * CAPSULE_MARGIN
-        geo = f'<cylinder radius="{_f(CAPSULE_RADIUS)}" length="{_f(length)}"/>'
+        geo = f'<cylinder radius="{num(CAPSULE_RADIUS)}" length="{num(length)}"/>'
         center = (0.0, 0.0, link.length / 2)
         return _shape("visual", center, geo) + _shape("collision", center, geo)
     if i == 6:
-        geo = f'<box size="{_v((HAND_SIZE,) * 3)}"/>'
+        geo = f'<box size="{vec((HAND_SIZE,) * 3)}"/>'
         return _shape("visual", HAND_OFFSET, geo) + _shape("collision", HAND_OFFSET, geo)
-    return _shape("visual", (0.0, 0.0, 0.0), f'<sphere radius="{_f(CAPSULE_RADIUS)}"/>')
+    return _shape("visual", (0.0, 0.0, 0.0), f'<sphere radius="{num(CAPSULE_RADIUS)}"/>')
 
 
 def build() -> str:
@@ -211,9 +190,9 @@ def build() -> str:
         '    <compiler discardvisual="false" fusestatic="false" balanceinertia="true"/>',
         "  </mujoco>",
         '  <link name="base_link">',
-        *_inertial(TORSO_MASS, TORSO_CENTER, box_inertia(TORSO_MASS, TORSO_SIZE)),
-        *_shape("visual", TORSO_CENTER, f'<box size="{_v(TORSO_SIZE)}"/>'),
-        *_shape("collision", TORSO_CENTER, f'<box size="{_v(TORSO_SIZE)}"/>'),
+        *inertial(TORSO_MASS, TORSO_CENTER, box_inertia(TORSO_MASS, TORSO_SIZE)),
+        *_shape("visual", TORSO_CENTER, f'<box size="{vec(TORSO_SIZE)}"/>'),
+        *_shape("collision", TORSO_CENTER, f'<box size="{vec(TORSO_SIZE)}"/>'),
         "  </link>",
     ]
     parent = "base_link"
@@ -226,15 +205,15 @@ def build() -> str:
             f'  <joint name="{JOINT_NAMES[i - 1]}" type="revolute">',
             f'    <parent link="{parent}"/>',
             f'    <child link="{LINK_NAMES[i - 1]}"/>',
-            f'    <origin xyz="{_v(trans)}" rpy="{_v(rpy(rot))}"/>',
+            f'    <origin xyz="{vec(trans)}" rpy="{vec(rpy(rot))}"/>',
             '    <axis xyz="0 0 1"/>',
-            f'    <limit lower="{_f(-limit)}" upper="{_f(limit)}" '
-            f'effort="{_f(JOINT_EFFORT[i - 1])}" velocity="{_f(JOINT_VELOCITY)}"/>',
+            f'    <limit lower="{num(-limit)}" upper="{num(limit)}" '
+            f'effort="{num(JOINT_EFFORT[i - 1])}" velocity="{num(JOINT_VELOCITY)}"/>',
             "  </joint>",
         ]
         size = (SECTION, SECTION, link.length if link.length > 0 else SECTION)
         lines += [f'  <link name="{LINK_NAMES[i - 1]}">',
-                  *_inertial(link.mass, link.com, box_inertia(link.mass, size)),
+                  *inertial(link.mass, link.com, box_inertia(link.mass, size)),
                   *_link_geometry(i, link), "  </link>"]
         parent = LINK_NAMES[i - 1]
     lines += ["</robot>", ""]

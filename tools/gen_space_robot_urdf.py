@@ -47,7 +47,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from urdf_common import write_or_check  # tools/ is on sys.path when run as a script
+from urdf_common import inertial, num, vec, write_or_check  # tools/ is on sys.path when run as a script
 
 OUT = Path(__file__).resolve().parent.parent / "urdf" / "space_robot.urdf"
 
@@ -80,31 +80,11 @@ JOINT_VELOCITY = 2.0  # rad/s
 JOINT_EFFORT = 10.0  # N m
 
 
-def _f(x: float) -> str:
-    return f"{x:.12g}"
-
-
-def _v(xs: tuple[float, float, float]) -> str:
-    return " ".join(_f(x) for x in xs)
-
-
-def _inertial(mass: float, com: tuple[float, float, float],
-              inertia: tuple[float, float, float]) -> list[str]:
-    ixx, iyy, izz = inertia
-    return [
-        "    <inertial>",
-        f'      <origin xyz="{_v(com)}" rpy="0 0 0"/>',
-        f'      <mass value="{_f(mass)}"/>',
-        f'      <inertia ixx="{_f(ixx)}" ixy="0" ixz="0" iyy="{_f(iyy)}" iyz="0" izz="{_f(izz)}"/>',
-        "    </inertial>",
-    ]
-
-
 def _visual(center: tuple[float, float, float], size: tuple[float, float, float]) -> list[str]:
     return [
         "    <visual>",
-        f'      <origin xyz="{_v(center)}" rpy="0 0 0"/>',
-        f'      <geometry><box size="{_v(size)}"/></geometry>',
+        f'      <origin xyz="{vec(center)}" rpy="0 0 0"/>',
+        f'      <geometry><box size="{vec(size)}"/></geometry>',
         "    </visual>",
     ]
 
@@ -115,13 +95,13 @@ def _joint(name: str, parent: str, child: str, xyz: tuple[float, float, float],
         f'  <joint name="{name}" type="{"revolute" if revolute else "fixed"}">',
         f'    <parent link="{parent}"/>',
         f'    <child link="{child}"/>',
-        f'    <origin xyz="{_v(xyz)}" rpy="0 0 0"/>',
+        f'    <origin xyz="{vec(xyz)}" rpy="0 0 0"/>',
     ]
     if revolute:
         lines += [
             '    <axis xyz="0 0 1"/>',
-            f'    <limit lower="{_f(-JOINT_LIMIT)}" upper="{_f(JOINT_LIMIT)}" '
-            f'effort="{_f(JOINT_EFFORT)}" velocity="{_f(JOINT_VELOCITY)}"/>',
+            f'    <limit lower="{num(-JOINT_LIMIT)}" upper="{num(JOINT_LIMIT)}" '
+            f'effort="{num(JOINT_EFFORT)}" velocity="{num(JOINT_VELOCITY)}"/>',
         ]
     lines.append("  </joint>")
     return lines
@@ -142,7 +122,7 @@ def build() -> str:
         "  </mujoco>",
     ]
     i0 = BASE.inertia
-    lines += _link("base", _inertial(BASE.mass, (0.0, 0.0, 0.0), (i0, i0, i0))
+    lines += _link("base", inertial(BASE.mass, (0.0, 0.0, 0.0), (i0, i0, i0))
                    + _visual((0.0, 0.0, 0.0), (BASE_SIZE, BASE_SIZE, BASE_SIZE)))
     for side, sign in ARM_SIDES:
         parent = "base"
@@ -151,7 +131,7 @@ def build() -> str:
             name = f"{side}_link{i}"
             lines += _joint(f"{side}_joint{i}", parent, name, origin, revolute=True)
             ixx = link.mass * 2 * LINK_SECTION**2 / 12
-            lines += _link(name, _inertial(link.mass, (link.a, 0.0, 0.0),
+            lines += _link(name, inertial(link.mass, (link.a, 0.0, 0.0),
                                            (ixx, link.inertia, link.inertia))
                            + _visual((link.length / 2, 0.0, 0.0),
                                      (link.length, LINK_SECTION, LINK_SECTION)))

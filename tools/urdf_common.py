@@ -1,10 +1,33 @@
-"""What the URDF generators in tools/ share: the command line that writes or checks their file."""
+"""What the URDF generators in tools/ share: number formatting, inertials, and the command line."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+
+
+def num(x: float) -> str:
+    """A number as URDF text: 12 significant digits, rounding noise below 1e-15 written as 0."""
+    x = 0.0 if abs(x) < 1e-15 else float(x)
+    return f"{x:.12g}"
+
+
+def vec(xs: Iterable[float]) -> str:
+    """Numbers separated by spaces (xyz, rpy, size)."""
+    return " ".join(num(float(x)) for x in xs)
+
+
+def inertial(mass: float, com: Sequence[float], inertia: Sequence[float]) -> list[str]:
+    """``<inertial>`` lines: mass [kg] at ``com`` [m], principal inertias along the link axes."""
+    ixx, iyy, izz = inertia
+    return [
+        "    <inertial>",
+        f'      <origin xyz="{vec(com)}" rpy="0 0 0"/>',
+        f'      <mass value="{num(mass)}"/>',
+        f'      <inertia ixx="{num(ixx)}" ixy="0" ixz="0" iyy="{num(iyy)}" iyz="0" izz="{num(izz)}"/>',
+        "    </inertial>",
+    ]
 
 
 def write_or_check(build: Callable[[], str], out: Path, description: str,

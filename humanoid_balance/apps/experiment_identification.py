@@ -80,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-plots", action="store_true", help="skip the figures")
 
 
-def _ranges() -> list[tuple[float, float]]:
+def sweep_ranges() -> list[tuple[float, float]]:
+    """Each joint's sweep [rad]: the default static angle +- ``SWEEP_HALF_RANGE_DEG``."""
     half = math.radians(SWEEP_HALF_RANGE_DEG)
     return [(s - half, s + half) for s in np.radians(DEFAULT_STATIC_DEG)]
 
@@ -89,7 +90,7 @@ def _plan(speed_rad_s: float, statics: list[np.ndarray] | None) -> list[Any]:
     from humanoid_balance.core.identification.trajectory import identification_plan
     if statics is None:
         statics = [np.radians(DEFAULT_STATIC_DEG)] * 6
-    return identification_plan(statics, _ranges(), speed_rad_s, cycles=SWEEP_CYCLES)
+    return identification_plan(statics, sweep_ranges(), speed_rad_s, cycles=SWEEP_CYCLES)
 
 
 def optimised_statics(seed: int = 0) -> tuple[list[np.ndarray], list[Any], list[Any]]:
@@ -115,7 +116,7 @@ def optimised_statics(seed: int = 0) -> tuple[list[np.ndarray], list[Any], list[
     clearance = ClearanceChecker(urdf, model, [TABLE])
     default = np.radians(DEFAULT_STATIC_DEG)
     statics, before, after = [], [], []
-    for j, sweep_range in enumerate(_ranges()):
+    for j, sweep_range in enumerate(sweep_ranges()):
         problem = StaticConfigurationProblem(regressor, pset, j, sweep_range, clearance)
         best = ga_pso(problem.objective, problem.bounds, seed=seed)
         chosen = default[problem.free]

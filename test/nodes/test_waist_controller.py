@@ -340,6 +340,14 @@ class NodeHarness:
                 return True
         return until() if until is not None else True  # type: ignore[operator,no-any-return]
 
+    def activate(self) -> None:
+        """configure, let the drives answer, activate (both transitions must succeed)."""
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        assert self.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        self.spin(0.1)
+        assert self.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+
     def send(self, times: list[float], positions_deg: list[tuple[float, float]]) -> None:
         from builtin_interfaces.msg import Duration
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -405,12 +413,9 @@ def test_inactive_node_publishes_waist_joint_states(node_harness: NodeHarness) -
 @pytest.mark.slow
 def test_active_node_follows_a_command(node_harness: NodeHarness) -> None:
     """Activated, the node moves the simulated waist to a commanded pose within 0.1 deg."""
-    from rclpy.lifecycle import TransitionCallbackReturn
 
     h = node_harness
-    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-    h.spin(0.1)
-    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.activate()
     h.send([1.0], [(3.0, -2.0)])
     h.spin(2.0)
     np.testing.assert_allclose(np.degrees(h.sim.joint_angles()), [3.0, -2.0], atol=0.1)
@@ -422,9 +427,7 @@ def test_deactivate_stops_then_disables(node_harness: NodeHarness) -> None:
     from rclpy.lifecycle import TransitionCallbackReturn
 
     h = node_harness
-    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-    h.spin(0.1)
-    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.activate()
     h.send([2.0], [(5.0, 0.0)])
     h.spin(0.5)
     assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
@@ -436,12 +439,9 @@ def test_deactivate_stops_then_disables(node_harness: NodeHarness) -> None:
 @pytest.mark.slow
 def test_bus_off_reported_on_diagnostics(node_harness: NodeHarness) -> None:
     """A bus-off while active shows as an ERROR with the reason on /diagnostics."""
-    from rclpy.lifecycle import TransitionCallbackReturn
 
     h = node_harness
-    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-    h.spin(0.1)
-    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.activate()
     # inject only once the waist is holding: on a loaded machine the in-process drives can
     # answer late at activation, and that earlier fault would then be the one reported
     assert h.spin(2.0, lambda: h.node.controller is not None
@@ -463,13 +463,10 @@ def _call(h: NodeHarness, srv_type: object, name: str, request: object) -> objec
 @pytest.mark.slow
 def test_stop_service_brings_the_waist_to_a_hold(node_harness: NodeHarness) -> None:
     """/waist/stop during a motion ends in HOLDING with the drives still enabled."""
-    from rclpy.lifecycle import TransitionCallbackReturn
     from std_srvs.srv import Trigger
 
     h = node_harness
-    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-    h.spin(0.1)
-    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.activate()
     h.send([3.0], [(6.0, 0.0)])
     h.spin(0.3)
     response = _call(h, Trigger, "/waist/stop", Trigger.Request())
@@ -483,13 +480,10 @@ def test_stop_service_brings_the_waist_to_a_hold(node_harness: NodeHarness) -> N
 @pytest.mark.slow
 def test_enable_request_recovers_from_bus_off(node_harness: NodeHarness) -> None:
     """After a bus-off, /waist/enable true (the request) clears the fault and re-enables."""
-    from rclpy.lifecycle import TransitionCallbackReturn
     from std_srvs.srv import SetBool
 
     h = node_harness
-    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-    h.spin(0.1)
-    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    h.activate()
     h.sim.inject_bus_off()
     assert h.spin(1.0, lambda: h.node.controller is not None
                   and h.node.controller.state == ControllerState.FAULT)

@@ -142,16 +142,18 @@ def predict(estimate_values: np.ndarray, regressor: GravityRegressor, pset: Para
 
 def segment_sweeps(
     time_s: np.ndarray, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray,
-    *, moving_rad_s: float = np.radians(0.5), trim_s: float = 0.5,
+    *, moving_rad_s: float = np.radians(0.5), trim_s: float = 0.5, max_turn_s: float = 0.25,
 ) -> list[SweepRecording]:
     """Cut a joint-state stream into eq. 11 sweeps (for bags and the executor alike).
 
     A *run* is a stretch of samples where exactly one joint moves
     (``|qd| > moving_rad_s``) in one direction and every other joint is
     still; its first ``trim_s`` seconds (the servo's acceleration) are
-    dropped. Two consecutive runs of the same joint in opposite directions
-    form one sweep (forward = the first run). Runs that do not pair (an
-    approach move of a single joint, a cancelled sweep) are left out.
+    dropped. Two consecutive runs of the same joint in opposite directions,
+    the second starting within ``max_turn_s`` of the first one's end (a
+    turn, not a rest), form one sweep (forward = the first run). Runs that
+    do not pair (an approach move of a single joint, followed by the rest
+    before its sweep; a cancelled sweep) are left out.
 
     Args:
         time_s: sample times [s], (N,).
@@ -160,6 +162,7 @@ def segment_sweeps(
         torques: joint torques [N m], (N, n).
         moving_rad_s: speed above which a joint counts as moving [rad/s].
         trim_s: time dropped at the start of each run [s].
+        max_turn_s: longest pause between the two passes of a sweep [s].
     """
     t = np.asarray(time_s, float)
     q, qd, tau = (np.asarray(a, float) for a in (positions, velocities, torques))
@@ -172,7 +175,8 @@ def segment_sweeps(
     sign = np.where(single, np.sign(qd[np.arange(len(t)), np.maximum(joint, 0)]), 0.0)
     key = joint * 2 + (sign > 0)
     key[~single] = -1
-    runs: list[tuple[int, float, np.ndarray]] = []
+    # (joint, direction, kept samples, first and last time of the whole run)
+    runs: list[tuple[int, float, np.ndarray, float, float]] = []
     start = 0
     for k in range(1, len(t) + 1):
         if k == len(t) or key[k] != key[start]:
@@ -180,13 +184,13 @@ def segment_sweeps(
                 idx = np.arange(start, k)
                 idx = idx[t[idx] >= t[start] + trim_s]
                 if idx.size >= 2:
-                    runs.append((int(joint[start]), float(sign[start]), idx))
+                    runs.append((int(joint[start]), float(sign[start]), idx, t[start], t[k - 1]))
             start = k
     recordings = []
     i = 0
     while i + 1 < len(runs):
-        (j0, s0, idx0), (j1, s1, idx1) = runs[i], runs[i + 1]
-        if j0 == j1 and s0 == -s1:
+        (j0, s0, idx0, _, end0), (j1, s1, idx1, start1, _) = runs[i], runs[i + 1]
+        if j0 == j1 and s0 == -s1 and start1 - end0 <= max_turn_s:
             rec = SweepRecording(j0)
             for idx, direction in ((idx0, 1.0), (idx1, -1.0)):
                 for sample in idx:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from humanoid_balance.apps.experiment_identification import (
     DEFAULT_STATIC_DEG,
-    SWEEP_HALF_RANGE_DEG,
     TABLE,
+    sweep_ranges,
 )
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
@@ -25,9 +23,9 @@ from humanoid_balance.core.identification.regressor import (
 )
 from humanoid_balance.resources import urdf_path
 
-# the experiment's static configuration, sweep range and table (one definition)
+# the experiment's static configuration, sweep ranges and table (one definition)
 STATIC = np.radians(DEFAULT_STATIC_DEG)
-HALF = math.radians(SWEEP_HALF_RANGE_DEG)
+RANGES = sweep_ranges()
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +39,7 @@ def _problem(setup: tuple[GravityRegressor, ClearanceChecker], joint: int
              ) -> StaticConfigurationProblem:
     regressor, clearance = setup
     return StaticConfigurationProblem(regressor, lunar_arm_composite_parameters(), joint,
-                                      (STATIC[joint] - HALF, STATIC[joint] + HALF), clearance)
+                                      RANGES[joint], clearance)
 
 
 def test_hanging_arm_clears_torso_by_4_5_cm(setup: tuple[GravityRegressor, ClearanceChecker]) -> None:

@@ -40,6 +40,26 @@ def test_segmentation_finds_six_sweeps_back_to_front(stream: tuple) -> None:
     assert [r.joint for r in segment_sweeps(t, q, qd, tau, trim_s=0.1)] == [5, 4, 3, 2, 1, 0]
 
 
+def test_single_joint_approach_is_not_taken_for_a_pass() -> None:
+    """Started at the static pose, the first approach moves joint 6 alone, opposite to its forward
+    pass: it is followed by a rest, not a turn, so both real passes pair, each covering the sweep."""
+    regressor = GravityRegressor(pin.buildModelFromUrdf(str(urdf_path("lunar_arm"))))
+    plan = identification_plan([STATIC] * 6, [(s - HALF, s + HALF) for s in STATIC])
+    follower = PlanFollower(plan, STATIC.copy())
+    t = np.arange(0.0, follower.duration, 0.005)
+    points = [follower.at(tk) for tk in t]
+    q = np.array([p.position for p in points])
+    qd = np.array([p.velocity for p in points])
+    tau = np.array([regressor.gravity_torques(qk) for qk in q])
+    recordings = segment_sweeps(t, q, qd, tau, trim_s=0.1)
+    assert [r.joint for r in recordings] == [5, 4, 3, 2, 1, 0]
+    for rec in recordings:
+        angles, _, direction = rec.arrays()
+        for d in (1.0, -1.0):
+            covered = np.ptp(angles[direction == d, rec.joint])
+            assert covered > 2 * HALF - math.radians(0.5), (rec.joint, d, np.degrees(covered))
+
+
 def test_stream_gives_true_parameters(stream: tuple) -> None:
     """Segmented and paired exact data give eq. 8's values within 1e-7 N m.
 
