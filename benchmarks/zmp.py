@@ -78,14 +78,11 @@ rclpy.try_shutdown()
 
 def _estimator_and_samples(count: int) -> tuple[Any, list[dict[str, Any]], Any, np.ndarray]:
     from humanoid_balance.core.model import RobotModel
-    from humanoid_balance.core.zmp import FootSample, ZmpEstimator, foot_geometry_from_model
+    from humanoid_balance.core.zmp import FootSample, humanoid_zmp_estimator
     from humanoid_balance.resources import urdf_path
 
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
-    sole = np.array([[0.11, 0.06], [-0.11, 0.06], [-0.11, -0.06], [0.11, -0.06]])
-    feet = {s: foot_geometry_from_model(model, sensor_frame=f"{s}_foot_ft", sole_frame=f"{s}_sole",
-                                        foot_link=f"{s}_foot", sole_corners=sole) for s in ("left", "right")}
-    estimator = ZmpEstimator(feet)
+    estimator = humanoid_zmp_estimator(model)
     q = model.neutral()
     soles = {s: model.frame_transform(f"{s}_sole", q) for s in ("left", "right")}
     rng = np.random.default_rng(0)

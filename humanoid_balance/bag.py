@@ -57,12 +57,6 @@ def _typestore() -> Any:
     return get_typestore(Stores.ROS2_JAZZY)
 
 
-def _type_name(python_class: Any) -> str:
-    """``pkg/msg/Name`` of an rclpy message class."""
-    module = python_class.__module__.split(".")
-    return f"{module[0]}/{module[1]}/{python_class.__name__}"
-
-
 class BagRecorder:
     """Records topics of a running graph to a rosbag2 directory.
 
@@ -304,7 +298,7 @@ class BagPlayer:
             progress: called with (bag seconds played, bag seconds in all, messages) about
                 every ``progress_period`` wall seconds.
         """
-        from builtin_interfaces.msg import Time
+        from humanoid_balance.nodes.common import stamp_msg  # rclpy: imported when playing
 
         messages = read_bag(self.path, self.topics)  # streamed: bags may be larger than memory
         total = bag_duration(self.path)
@@ -323,8 +317,7 @@ class BagPlayer:
                 self._stop.wait(delay)
             if self._clock_publisher is not None and message.log_time_ns != last_clock:
                 last_clock = message.log_time_ns
-                stamp = Time(sec=last_clock // 1_000_000_000, nanosec=last_clock % 1_000_000_000)
-                self._clock_publisher.publish(self._clock_class(clock=stamp))
+                self._clock_publisher.publish(self._clock_class(clock=stamp_msg(last_clock)))
             self._publishers[message.topic].publish(message.data)
             self.published += 1
             if progress is not None and time.monotonic() >= next_report:

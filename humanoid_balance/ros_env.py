@@ -64,9 +64,11 @@ def add_dds_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_dds_arguments(args: argparse.Namespace) -> None:
-    """Loopback DDS unless ``--robot-dds`` (call before importing rclpy)."""
+    """Loopback DDS unless ``--robot-dds``; ``--domain-id`` either way (call before importing rclpy)."""
     if not args.robot_dds:
         use_loopback_dds(args.domain_id)
+    elif args.domain_id is not None:
+        os.environ["ROS_DOMAIN_ID"] = str(args.domain_id)
 
 
 def _socket_inodes(pid: int) -> set[str]:

@@ -55,6 +55,25 @@ def test_domain_ids_beyond_101_are_refused() -> None:
         loopback_dds_environment(150)
 
 
+def test_domain_id_option_holds_with_the_robots_dds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--robot-dds leaves the DDS settings alone but still takes --domain-id; loopback sets both."""
+    import argparse
+
+    from humanoid_balance.ros_env import add_dds_arguments, apply_dds_arguments
+
+    parser = argparse.ArgumentParser()
+    add_dds_arguments(parser)
+    # both set through monkeypatch first, so that both are restored after the test
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/robot/profile.xml")
+    monkeypatch.setenv("ROS_DOMAIN_ID", "0")
+    apply_dds_arguments(parser.parse_args(["--robot-dds", "--domain-id", "7"]))
+    assert os.environ["ROS_DOMAIN_ID"] == "7"
+    assert os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] == "/robot/profile.xml"
+    monkeypatch.setenv("ROS_DOMAIN_ID", "3")
+    apply_dds_arguments(parser.parse_args(["--robot-dds"]))
+    assert os.environ["ROS_DOMAIN_ID"] == "3"
+
+
 def test_proc_net_addresses_decode() -> None:
     """/proc/net/udp(6) addresses decode to the right IP and port; loopback is told apart."""
     assert _decode_address("0100007F:6824") == ("127.0.0.1", 26660)

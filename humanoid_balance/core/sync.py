@@ -66,6 +66,7 @@ class SampleSynchronizer:
         self.tolerance_ns = int(tolerance_ns)
         self.queue_size = queue_size
         self._queues: dict[Hashable, deque[tuple[int, Any]]] = {s: deque() for s in self.sensors}
+        self._last_stamp: dict[Hashable, int] = {}
         self._last_set_stamp: int | None = None
         #: samples that never found partners, or came older than the last set
         self.dropped = 0
@@ -74,21 +75,34 @@ class SampleSynchronizer:
         """Forget every waiting sample (the counters are kept)."""
         for queue in self._queues.values():
             queue.clear()
+        self._last_stamp.clear()
         self._last_set_stamp = None
 
     def push(self, sensor: Hashable, stamp_ns: int, payload: Any) -> SampleSet | None:
         """Add one sample; returns the set it completes, if any.
 
+        A sample older than its sensor's previous one means that sensor's
+        clock went back: its waiting samples are dropped. If it is also older
+        than a set already given out (a bag replayed again, a simulator
+        reset), time went back for all: everything waiting is dropped and
+        pairing starts again from this sample. (Every set holds a sample of
+        every sensor, so a sample older than a set is always older than its
+        own sensor's previous one.)
+
         Raises:
             KeyError: an unknown sensor.
         """
         queue = self._queues[sensor]
-        if self._last_set_stamp is not None and stamp_ns < self._last_set_stamp - self.tolerance_ns:
-            self.dropped += 1  # older than a set already given out: time went back (replay restart?)
-            return None
-        if queue and stamp_ns < queue[-1][0]:
-            self.dropped += len(queue)  # this sensor's clock went back: start again
-            queue.clear()
+        previous = self._last_stamp.get(sensor)
+        if previous is not None and stamp_ns < previous:
+            if self._last_set_stamp is not None and \
+                    stamp_ns < self._last_set_stamp - self.tolerance_ns:
+                self.dropped += sum(len(q) for q in self._queues.values())
+                self.reset()
+            else:
+                self.dropped += len(queue)
+                queue.clear()
+        self._last_stamp[sensor] = stamp_ns
         queue.append((stamp_ns, payload))
         if len(queue) > self.queue_size:
             queue.popleft()
@@ -131,20 +145,15 @@ class StampedBuffer(Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
-    def clear(self) -> None:
-        """Forget everything."""
-        self._items.clear()
-
     def push(self, stamp_ns: int, value: T) -> None:
         """Add a value; one older than the newest means time went back, and restarts the buffer."""
         if self._items and stamp_ns < self._items[-1][0]:
             self._items.clear()
         self._items.append((stamp_ns, value))
 
-    @property
-    def newest_stamp(self) -> int | None:
-        """The newest stamp [ns], or None when empty."""
-        return self._items[-1][0] if self._items else None
+    def newest(self) -> tuple[int, T] | None:
+        """The newest (stamp, value), or None when empty."""
+        return self._items[-1] if self._items else None
 
     def covers(self, stamp_ns: int) -> bool:
         """True when a value at or after ``stamp_ns`` has arrived."""

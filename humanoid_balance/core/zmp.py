@@ -41,6 +41,8 @@ from scipy.spatial import ConvexHull
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
+#: six-axis F/T sensors above the soles, or one-axis force sensors (FSRs) on them
+SENSOR_TYPES = ("ft", "fsr")
 SIDES = ("left", "right")
 #: gravity [m/s^2] by name, for the ``gravity`` parameters of the nodes
 GRAVITY = {"earth": 9.81, "moon": 9.81 / 6.0, "mars": 3.71}
@@ -324,8 +326,8 @@ class ZmpEstimator:
         hysteresis: float = 5.0,
         gravity: float = 9.81,
     ) -> None:
-        if sensor_type not in ("ft", "fsr"):
-            raise ConfigurationError(f"sensor_type={sensor_type!r}: expected 'ft' or 'fsr'")
+        if sensor_type not in SENSOR_TYPES:
+            raise ConfigurationError(f"sensor_type={sensor_type!r}: expected one of {SENSOR_TYPES}")
         if not feet:
             raise ConfigurationError("no foot given")
         if sensor_type == "fsr":
@@ -409,12 +411,18 @@ class ZmpEstimator:
         """(foot-weight wrench in the sensor frame, sole -> world terms) for a sole pose, cached.
 
         The weight wrench depends on the sensor's orientation only; both change when
-        the legs move, so they are recomputed only when the pose's bytes change.
+        the legs move, so they are recomputed (and the pose checked) only when the
+        pose's bytes change.
+
+        Raises:
+            InvalidInputError: a new pose is not finite.
         """
         key = pose.tobytes()
         cached = self._pose_cache.get(side)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
+        if not np.isfinite(pose).all():
+            raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
         rotation = (pose @ self.feet[side].sensor_in_sole)[:3, :3]
         weight = self.foot_weight_wrench(side, rotation).tolist()
         to_world = [pose[0, 0], pose[0, 1], pose[0, 3], pose[1, 0], pose[1, 1], pose[1, 3],
@@ -472,7 +480,7 @@ class ZmpEstimator:
                 raise InvalidInputError(f"no sample for the {side} foot")
             sample = samples[side]
             pose = np.asarray(sample.sole_in_world, dtype=float)
-            if pose.shape != (4, 4) or not np.isfinite(pose).all():
+            if pose.shape != (4, 4):
                 raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
             weight, w = self._pose_terms(side, pose)
             if self.sensor_type == "ft":

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import rclpy
+from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -48,6 +49,21 @@ def diagnostic_array(node: Node, statuses: Iterable[DiagnosticStatus]) -> Diagno
     msg.header.stamp = node.get_clock().now().to_msg()
     msg.status = list(statuses)
     return msg
+
+
+def stamp_ns(stamp: TimeMsg) -> int:
+    """A header stamp in integer nanoseconds."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def stamp_msg(ns: int) -> TimeMsg:
+    """Integer nanoseconds as a header stamp."""
+    return TimeMsg(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def seconds_stamp(t: float) -> TimeMsg:
+    """Seconds as a header stamp, rounded to the nanosecond (1.9999999999 s is 2 s, not 1 s)."""
+    return stamp_msg(round(t * 1e9))
 
 
 def all_finite(values: Sequence[float]) -> bool:

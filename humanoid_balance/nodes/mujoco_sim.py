@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
@@ -35,7 +35,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
 from humanoid_balance.exceptions import HumanoidBalanceError
-from humanoid_balance.nodes.common import run_node
+from humanoid_balance.nodes.common import run_node, seconds_stamp
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 from humanoid_balance.sim.robot import MujocoRobotSim
@@ -70,12 +70,6 @@ def build_simulation(
     return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,
                           gravity=g, joint_friction=joint_friction,
                           joint_position_noise=noise.joint_position_rad, seed=seed)
-
-
-def _stamp(t: float) -> Time:
-    """Seconds as a stamp, rounded to the nanosecond (t = 1.9999999999 is 2 s, not 1 s)."""
-    sec, nanosec = divmod(round(t * 1e9), 1_000_000_000)
-    return Time(sec=int(sec), nanosec=int(nanosec))
 
 
 def _doubles(values: np.ndarray) -> array.array:
@@ -265,7 +259,7 @@ class MujocoSimNode(Node):
             self.get_logger().info(f"ran {sim.time - sim_t0:.3f} s of simulation: done")
 
     def _publish(self) -> None:
-        stamp = _stamp(self.sim.time)
+        stamp = seconds_stamp(self.sim.time)
         self.pub_clock.publish(Clock(clock=stamp))
         js = self.sim.joint_state()
         msg = self._joint_msg
@@ -306,7 +300,7 @@ class MujocoSimNode(Node):
             self._publish_point(self.pub_cop, stamp, cop)
 
     @staticmethod
-    def _publish_point(publisher: rclpy.publisher.Publisher, stamp: Time, xyz: np.ndarray) -> None:
+    def _publish_point(publisher: rclpy.publisher.Publisher, stamp: TimeMsg, xyz: np.ndarray) -> None:
         point = PointStamped()
         point.header.stamp = stamp
         point.header.frame_id = "world"

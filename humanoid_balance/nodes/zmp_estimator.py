@@ -40,7 +40,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, Point32, PointStamped, PolygonStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
@@ -56,6 +55,7 @@ from humanoid_balance.core.sync import SampleSet, SampleSynchronizer, StampedBuf
 from humanoid_balance.core.zmp import (
     SEED_FSR_POSITIONS,
     SEED_SOLE_CORNERS,
+    SENSOR_TYPES,
     SIDES,
     FootGeometry,
     FootSample,
@@ -70,14 +70,16 @@ from humanoid_balance.nodes.common import (
     OK,
     STALE,
     WARN,
+    all_finite,
     diagnostic_array,
     diagnostic_status,
     run_node,
+    stamp_msg,
+    stamp_ns,
 )
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "zmp_estimator"
-SENSOR_TYPES = ("ft", "fsr")
 POLYGON_PERIOD_NS = 100_000_000  # /support_polygon at least every 0.1 s while a ZMP is published
 DEFAULT_SOLE = [float(v) for v in SEED_SOLE_CORNERS.reshape(-1)]
 DEFAULT_FSR = [float(v) for v in SEED_FSR_POSITIONS.reshape(-1)]
@@ -85,16 +87,6 @@ GREEN = ColorRGBA(r=0.1, g=0.8, b=0.1, a=1.0)
 YELLOW = ColorRGBA(r=0.95, g=0.8, b=0.1, a=1.0)
 RED = ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0)
 GREY = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
-
-
-def stamp_ns(stamp: TimeMsg) -> int:
-    """A header stamp in integer nanoseconds."""
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
-
-def stamp_msg(ns: int) -> TimeMsg:
-    """Integer nanoseconds as a header stamp."""
-    return TimeMsg(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def _pairs(values: Sequence[float], what: str) -> np.ndarray:
@@ -255,28 +247,28 @@ class ZmpEstimatorNode(Node):
         # updates those on top of the latest values of the others
         self.q[self._joint_q_index] = position
         self.joint_states.push(stamp_ns(msg.header.stamp), self.q.copy())
-        self._process_pending(final=False)
+        self._process_pending()
 
     def _on_wrench(self, side: str, msg: WrenchStamped) -> None:
         self._last_arrival_ns[side] = self._now_ns()
         f, t = msg.wrench.force, msg.wrench.torque
-        force = np.array([f.x, f.y, f.z])
-        torque = np.array([t.x, t.y, t.z])
-        if not (np.all(np.isfinite(force)) and np.all(np.isfinite(torque))):
+        values = (f.x, f.y, f.z, t.x, t.y, t.z)
+        if not all_finite(values):
             self.counts["dropped_nonfinite"] += 1
             self._warn(f"{side} foot: non-finite wrench dropped ({self.counts['dropped_nonfinite']} so far)")
             return
+        wrench = np.array(values)
         frame = msg.header.frame_id or self.frames[side]["sensor_frame"]
         if frame != self.frames[side]["sensor_frame"]:
             try:
-                force, torque = wrench_in_sole(force, torque, self._sensor_from(side, frame))
+                force, torque = wrench_in_sole(wrench[:3], wrench[3:], self._sensor_from(side, frame))
+                wrench = np.concatenate([force, torque])
             except HumanoidBalanceError as error:
                 self.counts["dropped_frame"] += 1
                 self._frame_error = str(error)
                 self.get_logger().error(str(error), throttle_duration_sec=1.0)
                 return
         stamp = stamp_ns(msg.header.stamp)
-        wrench = np.concatenate([force, torque])
         self._recent[side].append((stamp, wrench))
         self._on_sample(side, stamp, wrench)
 
@@ -319,15 +311,20 @@ class ZmpEstimatorNode(Node):
     def _on_sample(self, side: str, stamp: int, payload: np.ndarray) -> None:
         joined = self.sync.push(side, stamp, payload)
         if joined is not None:
-            self._newest_set_ns = max(self._newest_set_ns, joined.stamp_ns)
+            if joined.stamp_ns < self._newest_set_ns:  # time went back (replay again, sim reset)
+                self.counts["samples"] += len(self._pending)
+                self.counts["dropped_stale"] += len(self._pending)
+                self._pending.clear()
+                self.estimator.reset()  # contact states of another time
+            self._newest_set_ns = joined.stamp_ns
             self._pending.append(joined)
-            self._process_pending(final=False)
+            self._process_pending()
 
-    def _process_pending(self, final: bool) -> None:
+    def _process_pending(self) -> None:
         while self._pending:
             joined = self._pending[0]
             waited_enough = self._newest_set_ns - joined.stamp_ns >= self.joint_state_wait_ns
-            if not (self.joint_states.covers(joined.stamp_ns) or waited_enough or final):
+            if not (self.joint_states.covers(joined.stamp_ns) or waited_enough):
                 return
             self._pending.popleft()
             self._estimate(joined)
@@ -513,7 +510,7 @@ class ZmpEstimatorNode(Node):
             response.success = False
             response.message = "zeroing is for F/T sensors; this node runs in fsr mode"
             return response
-        q_entry = self.joint_states.at_or_before(2**62)
+        q_entry = self.joint_states.newest()
         if q_entry is None:
             response.success = False
             response.message = "no joint state yet: the feet's orientation is unknown"

@@ -60,6 +60,26 @@ def test_each_sample_is_used_once() -> None:
     assert sync.push("right", MS, 3) is None
 
 
+def test_time_going_back_restarts_the_pairing() -> None:
+    """A replay started again (both feet's stamps back to 1 ms): sets form again from there."""
+    stamps = [k * MS for k in range(1, 6)]
+    once = [(side, t) for t in stamps for side in ("left", "right")]
+    assert _sets(once + once) == [(t, t, t) for t in stamps] * 2
+
+
+def test_time_going_back_drops_what_waited() -> None:
+    """The first foot back in time restarts the pairing: what waited is dropped and counted, and
+    the other foot's first sample after the restart pairs with it."""
+    sync = SampleSynchronizer(("left", "right"), 0)
+    sync.push("left", 5 * MS, None)
+    assert sync.push("right", 5 * MS, None) is not None
+    sync.push("right", 6 * MS, None)
+    assert sync.push("left", 1 * MS, None) is None  # left restarted; right's 6 ms is dropped
+    joined = sync.push("right", 1 * MS, None)
+    assert joined is not None and joined.stamp_ns == 1 * MS
+    assert sync.dropped == 1
+
+
 def test_queue_is_bounded() -> None:
     """Samples of a foot whose partner is silent are kept up to queue_size, older ones dropped."""
     sync = SampleSynchronizer(("left", "right"), 0, queue_size=10)
@@ -86,6 +106,8 @@ def test_buffer_gives_the_newest_at_or_before_and_knows_coverage() -> None:
     assert buffer.at_or_before(4 * MS) == (4 * MS, "q4")
     assert buffer.at_or_before(0) is None
     assert buffer.covers(4 * MS) and not buffer.covers(5 * MS)
+    assert buffer.newest() == (4 * MS, "q4")
+    assert StampedBuffer(5).newest() is None
 
 
 def test_buffer_restarts_when_time_goes_back() -> None:

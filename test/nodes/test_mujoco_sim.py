@@ -115,11 +115,11 @@ def test_the_simulation_binds_udp_only_on_loopback(sim_process: subprocess.Popen
 
 def test_stamps_round_to_the_nanosecond_across_a_second() -> None:
     """A time a hair under a whole second is stamped as that second, never a second early."""
-    from humanoid_balance.nodes.mujoco_sim import _stamp
+    from humanoid_balance.nodes.common import seconds_stamp
 
-    stamp = _stamp(1.9999999999)
+    stamp = seconds_stamp(1.9999999999)
     assert (stamp.sec, stamp.nanosec) == (2, 0)
-    stamp = _stamp(0.0015)
+    stamp = seconds_stamp(0.0015)
     assert (stamp.sec, stamp.nanosec) == (0, 1_500_000)
 
 

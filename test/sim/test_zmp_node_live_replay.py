@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from humanoid_balance.bag import deserialize, read_bag
+from humanoid_balance.nodes.common import stamp_ns
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -32,10 +33,6 @@ STRIKE_START = 0.8
 STRIKE_SPEED = 1.2  # m/s of the hand at the target
 COMPARE_FROM = 0.4  # s of simulation: after the start-up transient
 RATE = 0.25  # real-time factor: the estimator, recorder and driver share this process
-
-
-def _ns(stamp: Any) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 @dataclass
@@ -87,7 +84,7 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
     clock_seen: list[float] = []
 
     def drive(msg: Clock) -> None:
-        t = 1e-9 * _ns(msg.clock)
+        t = 1e-9 * stamp_ns(msg.clock)
         clock_seen.append(t)
         ref = strike.sample(t)
         command = JointState()
@@ -131,7 +128,7 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
     series: dict[str, dict[int, np.ndarray]] = {"/zmp": {}, "/zmp_fsr": {}, "/sim/cop": {}}
     for message in read_bag(bag, list(series)):
         msg = deserialize(message)
-        series[message.topic][_ns(msg.header.stamp)] = np.array([msg.point.x, msg.point.y])
+        series[message.topic][stamp_ns(msg.header.stamp)] = np.array([msg.point.x, msg.point.y])
     yield LiveRun(bag, series["/zmp"], series["/zmp_fsr"], series["/sim/cop"])
 
 
@@ -185,7 +182,7 @@ def test_replayed_bag_gives_the_live_zmp_sequence(live_run: LiveRun, tmp_path: P
     replayed: dict[int, np.ndarray] = {}
 
     def on_zmp(msg: PointStamped) -> None:
-        replayed[_ns(msg.header.stamp)] = np.array([msg.point.x, msg.point.y])
+        replayed[stamp_ns(msg.header.stamp)] = np.array([msg.point.x, msg.point.y])
 
     probe.create_subscription(PointStamped, "/zmp", on_zmp, 1000)
     player = subprocess.Popen(
