@@ -99,3 +99,17 @@ def test_bad_step_is_refused(tmp_path: Path) -> None:
     """--dt 0 is refused with a ConfigurationError saying what is expected."""
     with pytest.raises(ConfigurationError, match=r"expected 0 < dt <= duration, in s$"):
         main(["experiment", "free-floating", "--out", str(tmp_path), "--dt", "0"])
+
+
+def test_threshold_defaults_are_the_gjm_defaults() -> None:
+    """--min-singular-value and --max-condition-number default to gjm's DEFAULT_* thresholds."""
+    import argparse
+
+    from humanoid_balance.apps.experiment_free_floating import add_arguments
+    from humanoid_balance.core.gjm import DEFAULT_MAX_CONDITION_NUMBER, DEFAULT_MIN_SINGULAR_VALUE
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([])
+    assert (args.min_singular_value, args.max_condition_number) == (
+        DEFAULT_MIN_SINGULAR_VALUE, DEFAULT_MAX_CONDITION_NUMBER)

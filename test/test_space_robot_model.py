@@ -30,8 +30,7 @@ SIDES = ("right", "left")
 
 @pytest.fixture(scope="module")
 def model() -> RobotModel:
-    return RobotModel(urdf_path("space_robot"), floating_base=True, groups={
-        side + "_arm": [f"{side}_joint{i}" for i in (1, 2, 3)] for side in SIDES})
+    return RobotModel(urdf_path("space_robot"), floating_base=True)
 
 
 def _urdf_link(name: str) -> ET.Element:
@@ -74,6 +73,12 @@ def test_urdf_has_the_mujoco_compiler_tag() -> None:
 def test_pinocchio_loads_it_with_a_free_flyer(model: RobotModel) -> None:
     """With a free flyer the model has 7 + 6 configuration and 6 + 6 velocity entries."""
     assert (model.nq, model.nv) == (13, 12)
+
+
+def test_default_groups_are_the_two_arms(model: RobotModel) -> None:
+    """RobotModel's default group patterns find the arms right_joint1-3 and left_joint1-3."""
+    assert model.groups == {f"{side}_arm": tuple(f"{side}_joint{i}" for i in (1, 2, 3))
+                            for side in ("left", "right")}
 
 
 def test_joints_are_six_revolute_joints_about_z(model: RobotModel) -> None:

@@ -17,7 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from urdf_common import num, vec, write_or_check  # tools/ is on sys.path when run as a script
+# tools/ is on sys.path when run as a script
+from urdf_common import box_inertia, inertial, num, vec, write_or_check
 
 OUT = Path(__file__).resolve().parent.parent / "urdf" / "humanoid.urdf"
 
@@ -70,11 +71,6 @@ class Box:
     size: tuple[float, float, float]
     com: tuple[float, float, float]
 
-    def inertia(self) -> tuple[float, float, float]:
-        a, b, c = self.size
-        m = self.mass
-        return (m * (b * b + c * c) / 12, m * (a * a + c * c) / 12, m * (a * a + b * b) / 12)
-
 
 class Urdf:
     """Accumulates URDF text."""
@@ -93,15 +89,9 @@ class Urdf:
     def link(self, name: str, box: Box | None = None, *, mass: float | None = None) -> None:
         self.lines.append(f'  <link name="{name}">')
         if box is not None:
-            ixx, iyy, izz = box.inertia()
             self.mass += box.mass
             self.lines += [
-                "    <inertial>",
-                f'      <origin xyz="{vec(box.com)}" rpy="0 0 0"/>',
-                f'      <mass value="{num(box.mass)}"/>',
-                f'      <inertia ixx="{num(ixx)}" ixy="0" ixz="0" iyy="{num(iyy)}" iyz="0" '
-                f'izz="{num(izz)}"/>',
-                "    </inertial>",
+                *inertial(box.mass, box.com, box_inertia(box.mass, box.size)),
                 "    <visual>",
                 f'      <origin xyz="{vec(box.com)}" rpy="0 0 0"/>',
                 f'      <geometry><box size="{vec(box.size)}"/></geometry>',
@@ -109,14 +99,7 @@ class Urdf:
             ]
         elif mass is not None:
             self.mass += mass
-            i = HOUSING_INERTIA
-            self.lines += [
-                "    <inertial>",
-                '      <origin xyz="0 0 0" rpy="0 0 0"/>',
-                f'      <mass value="{num(mass)}"/>',
-                f'      <inertia ixx="{num(i)}" ixy="0" ixz="0" iyy="{num(i)}" iyz="0" izz="{num(i)}"/>',
-                "    </inertial>",
-            ]
+            self.lines += inertial(mass, (0.0, 0.0, 0.0), (HOUSING_INERTIA,) * 3)
         self.lines.append("  </link>")
 
     def joint(

@@ -57,7 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from urdf_common import inertial, num, vec, write_or_check  # tools/ is on sys.path when run as a script
+
+# tools/ is on sys.path when run as a script
+from urdf_common import box_inertia, inertial, num, vec, write_or_check
 
 OUT = Path(__file__).resolve().parent.parent / "urdf" / "lunar_arm.urdf"
 
@@ -101,7 +103,6 @@ LINKS = (
     LinkRow((0.0035, 0.0110, 0.100), 0.3, L2),
     LinkRow((0.0020, 0.0055, 0.0030), 0.2, 0.0),
 )
-TOTAL_MASS = sum(link.mass for link in LINKS)  # 2.8 kg
 # --- our choices ----------------------------------------------------------------
 JOINT_NAMES = tuple(f"joint{i}" for i in range(1, 7))
 LINK_NAMES = tuple(f"link{i}" for i in range(1, 7))
@@ -151,12 +152,6 @@ def rpy(rot: np.ndarray) -> tuple[float, float, float]:
         roll = math.atan2(rot[2, 1], rot[2, 2])
         yaw = math.atan2(rot[1, 0], rot[0, 0])
     return roll, pitch, yaw
-
-
-def box_inertia(mass: float, size: tuple[float, float, float]) -> tuple[float, float, float]:
-    """Principal inertias [kg m^2] of a uniform box of ``size`` [m]."""
-    x, y, z = size
-    return (mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12)
 
 
 def _shape(tag: str, center: tuple[float, float, float], geometry: str) -> list[str]:

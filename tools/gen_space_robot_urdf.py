@@ -70,7 +70,6 @@ ARM_LINKS = (
     LinkParams(a=0.2, b=0.2, length=0.4, mass=0.5, inertia=0.0067),
     LinkParams(a=0.063, b=0.063, length=0.126, mass=0.2, inertia=0.0003),
 )
-TOTAL_MASS = BASE.mass + 2 * sum(link.mass for link in ARM_LINKS)  # 7.4 kg
 # --- our choices ------------------------------------------------------------------
 BASE_SIZE = 0.5  # m, cube edge (gives the paper's I0)
 LINK_SECTION = 0.02  # m, square cross-section of the rods (I_xx only)

@@ -18,6 +18,12 @@ def vec(xs: Iterable[float]) -> str:
     return " ".join(num(float(x)) for x in xs)
 
 
+def box_inertia(mass: float, size: Sequence[float]) -> tuple[float, float, float]:
+    """Principal inertias [kg m^2] about the centre of a uniform box of ``mass`` [kg] and ``size`` [m]."""
+    x, y, z = size
+    return (mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12)
+
+
 def inertial(mass: float, com: Sequence[float], inertia: Sequence[float]) -> list[str]:
     """``<inertial>`` lines: mass [kg] at ``com`` [m], principal inertias along the link axes."""
     ixx, iyy, izz = inertia

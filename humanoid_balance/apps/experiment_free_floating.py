@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.core.gjm import DEFAULT_MAX_CONDITION_NUMBER, DEFAULT_MIN_SINGULAR_VALUE
 from humanoid_balance.results import save_figure
 
 #: seed 002 section 4
@@ -79,10 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="integration / control step, s (default 0.01)")
     parser.add_argument("--duration", type=float, default=PAPER_DURATION_S,
                         help="duration of the paper's scenario, s (default 10)")
-    parser.add_argument("--min-singular-value", type=float, default=1e-3,
-                        help="dynamic-singularity threshold on sigma_min of J*, m/rad (default 1e-3)")
-    parser.add_argument("--max-condition-number", type=float, default=1e3,
-                        help="dynamic-singularity threshold on the condition number (default 1e3)")
+    parser.add_argument("--min-singular-value", type=float, default=DEFAULT_MIN_SINGULAR_VALUE,
+                        help="dynamic-singularity threshold on sigma_min of J*, m/rad "
+                             "(default %(default)g)")
+    parser.add_argument("--max-condition-number", type=float, default=DEFAULT_MAX_CONDITION_NUMBER,
+                        help="dynamic-singularity threshold on the condition number "
+                             "(default %(default)g)")
     parser.add_argument("--no-mujoco", action="store_true",
                         help="skip the MuJoCo cross-check of the base motion")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -351,8 +354,7 @@ def run(args: argparse.Namespace) -> int:
             f"--dt {args.dt} and --duration {args.duration}: expected 0 < dt <= duration, in s")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    model = RobotModel(urdf_path("space_robot"), floating_base=True,
-                       groups={"right_arm": JOINTS[:3], "left_arm": JOINTS[3:]})
+    model = RobotModel(urdf_path("space_robot"), floating_base=True)
     thresholds = {"min_singular_value": args.min_singular_value,
                   "max_condition_number": args.max_condition_number}
     paper = run_paper_scenario(model, dt=args.dt, duration=args.duration, **thresholds)

@@ -21,7 +21,8 @@ the node runs either. Every cycle:
    acceleration limits, :class:`~humanoid_balance.core.joint_limits.VelocityBoxer`),
    the whole ``qd`` is scaled down to fit, so the hands slow down along their
    paths rather than leave them; a box that excludes zero (a joint must move
-   back into range) is met by clipping, reported as overridden.
+   back into range) is met by clipping, reported as overridden. The joints
+   left at a bound of the box are reported as saturated.
 """
 
 from __future__ import annotations
@@ -30,18 +31,26 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from humanoid_balance.core.gjm import ROW_NAMES, free_floating_rmrc, generalized_jacobian
+from humanoid_balance.core.gjm import (
+    DEFAULT_MAX_CONDITION_NUMBER,
+    DEFAULT_MIN_SINGULAR_VALUE,
+    check_thresholds,
+    gjm_indices,
+    rmrc_at,
+    row_indices,
+)
 from humanoid_balance.core.joint_limits import JointLimits, VelocityBoxer
 from humanoid_balance.core.model import RobotModel
-from humanoid_balance.core.rmc import BalanceIndicators, RmcInput, RmcOutput
+from humanoid_balance.core.rmc import ARMS, BalanceIndicators, RmcInput, RmcOutput
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
-
-ARMS = ("right", "left")
 
 _NO_GROUND = BalanceIndicators(
     zmp_shift=np.full(2, np.nan), model_zmp=np.full(3, np.nan), normal_force=float("nan"),
     lift_off_margin=float("nan"), slide_margin=float("nan"), turn_margin=float("nan"),
     turn_torque=float("nan"), zmp_margin=float("nan"))
+
+#: Absolute tolerance [rad/s] under which a command equals the solution, or a bound.
+_AT_BOUND = 1e-12
 
 
 class FreeFloatingArmController:
@@ -57,10 +66,13 @@ class FreeFloatingArmController:
         acceleration_limits: [rad/s^2] per arm joint (same order as the joints);
             default 10 rad/s^2.
         position_margin: [rad] kept from every position limit.
-        min_singular_value, max_condition_number: dynamic-singularity thresholds.
+        min_singular_value, max_condition_number: dynamic-singularity thresholds
+            (:func:`~humanoid_balance.core.gjm.is_singular`).
 
     Raises:
-        ConfigurationError: a fixed-base model, unknown arms, rows or frames.
+        ConfigurationError: a fixed-base model, unknown arms, bad rows (unknown,
+            repeated or none) or thresholds.
+        UnknownFrameError, UnknownJointError: a name the model does not have.
     """
 
     def __init__(
@@ -73,73 +85,73 @@ class FreeFloatingArmController:
         rows: Sequence[str] = ("vx", "vy"),
         acceleration_limits: Mapping[str, Sequence[float]] | None = None,
         position_margin: float = 0.0,
-        min_singular_value: float = 1e-3,
-        max_condition_number: float = 1e3,
+        min_singular_value: float = DEFAULT_MIN_SINGULAR_VALUE,
+        max_condition_number: float = DEFAULT_MAX_CONDITION_NUMBER,
     ) -> None:
         if not model.floating_base:
             raise ConfigurationError("free_floating mode needs a floating-base model "
                                      "(RobotModel(..., floating_base=True))")
         if set(arm_joints) != set(ARMS) or set(hand_frames) != set(ARMS):
-            raise ConfigurationError(f"arm_joints and hand_frames need the arms {ARMS}, got "
-                                     f"{sorted(arm_joints)} and {sorted(hand_frames)}")
-        unknown = [r for r in rows if r not in ROW_NAMES]
-        if unknown or not rows:
-            raise ConfigurationError(f"rows {list(rows)}: expected a subset of {ROW_NAMES}")
+            raise ConfigurationError(f"arm_joints and hand_frames need the arms {tuple(ARMS)}, "
+                                     f"got {sorted(arm_joints)} and {sorted(hand_frames)}")
+        self._row_index = row_indices(rows)
+        check_thresholds(min_singular_value, max_condition_number)
         for frame in hand_frames.values():
             model.frame_id(frame)
         self.model = model
-        self.arm_joints = {arm: tuple(names) for arm, names in arm_joints.items()}
+        self.arm_joints = {arm: tuple(arm_joints[arm]) for arm in ARMS}
         self.hand_frames = dict(hand_frames)
         self.rows = tuple(rows)
-        self._row_index = np.array([ROW_NAMES.index(r) for r in self.rows])
         self.position_margin = float(position_margin)
         self.min_singular_value = float(min_singular_value)
         self.max_condition_number = float(max_condition_number)
-        self._limits: dict[str, JointLimits] = {}
-        for arm, names in self.arm_joints.items():
-            lower, upper = model.position_limits(list(names))
-            accel = np.full(len(names), 10.0) if acceleration_limits is None else \
-                np.asarray(acceleration_limits[arm], dtype=float)
-            self._limits[arm] = JointLimits(names, lower, upper, model.velocity_limits(list(names)),
-                                            accel)
+        names = [n for arm in ARMS for n in self.arm_joints[arm]]
+        lower, upper = model.position_limits(names)
+        accel = np.full(len(names), 10.0) if acceleration_limits is None else np.concatenate(
+            [np.asarray(acceleration_limits[arm], dtype=float) for arm in ARMS])
+        self._all_limits = JointLimits(tuple(names), lower, upper, model.velocity_limits(names),
+                                       accel)
+        self._limit_index = {n: i for i, n in enumerate(names)}
         self.job_arm = ""
-        self.set_job_arm(job_arm)
         self._q_cmd: np.ndarray | None = None
         self._qd_prev: np.ndarray | None = None
         self._momentum_prev: np.ndarray | None = None
+        self.set_job_arm(job_arm)
 
     # --- configuration -----------------------------------------------------------------
 
     def set_job_arm(self, job_arm: str) -> None:
-        """Choose the arm whose hand follows the twist (call between cycles)."""
+        """Choose the arm whose hand follows the twist (call between cycles); the commanded state is kept."""
         if job_arm not in ARMS:
-            raise ConfigurationError(f"job_arm={job_arm!r}: expected one of {ARMS}")
+            raise ConfigurationError(f"job_arm={job_arm!r}: expected one of {tuple(ARMS)}")
         if job_arm == self.job_arm:
             return
         old = getattr(self, "_names", None)
         self.job_arm = job_arm
-        other = ARMS[1 - ARMS.index(job_arm)]
-        self._order = (job_arm, other)
+        other = next(arm for arm in ARMS if arm != job_arm)
         self._names = self.arm_joints[job_arm] + self.arm_joints[other]
-        limits = [self._limits[job_arm], self._limits[other]]
-        self._boxer = VelocityBoxer(JointLimits(
-            self._names, *(np.concatenate([getattr(lim, f) for lim in limits])
-                           for f in ("lower", "upper", "velocity", "acceleration"))),
+        self._boxer = VelocityBoxer(
+            self._all_limits.subset([self._limit_index[n] for n in self._names]),
             self.position_margin)
-        self._q_index = self.model.q_index(list(self._names))
-        self._v_index = self.model.v_index(list(self._names))
-        if old is not None and getattr(self, "_q_cmd", None) is not None:
-            assert self._q_cmd is not None and self._qd_prev is not None
-            position = dict(zip(old, self._q_cmd, strict=True))
-            velocity = dict(zip(old, self._qd_prev, strict=True))
-            self._q_cmd = np.array([position[n] for n in self._names])
-            self._qd_prev = np.array([velocity[n] for n in self._names])
+        self._q_index = self.model.q_index(self._names)
+        self._indices = gjm_indices(
+            self.model, (self.hand_frames[job_arm], self.hand_frames[other]), joints=self._names,
+            rows=self.rows)
+        self._v_index = self._indices.v_index
+        if old is not None and self._q_cmd is not None and self._qd_prev is not None:
+            order = np.array([old.index(n) for n in self._names])
+            self._q_cmd = self._q_cmd[order]
+            self._qd_prev = self._qd_prev[order]
 
     def set_selection(self, selection: Sequence[str], secondary: Sequence[str] = ()) -> None:
         """Momentum rows do not apply: a floating robot conserves all six.
 
+        Kept so that both controllers of ``arm_balance`` share one interface; the
+        node refuses ``selection`` and ``secondary`` in ``free_floating`` mode
+        before they reach the controller.
+
         Raises:
-            ConfigurationError: always (the node reports it and keeps its selection).
+            ConfigurationError: always.
         """
         raise ConfigurationError("selection and secondary do not apply in free_floating mode: "
                                  "the whole momentum is conserved by the physics")
@@ -200,35 +212,35 @@ class FreeFloatingArmController:
         k = len(self.rows)
         xd = np.zeros(2 * k)
         xd[:k] = twist[self._row_index]
-        frames = tuple(self.hand_frames[arm] for arm in self._order)
-        solution = free_floating_rmrc(
-            self.model, q, frames, xd, joints=self._names, rows=self.rows,
-            min_singular_value=self.min_singular_value,
-            max_condition_number=self.max_condition_number)
+        solution = rmrc_at(self.model, q, self._indices, xd, self.min_singular_value,
+                           self.max_condition_number)
         qd = solution.joint_velocities
         box = self._boxer(self._q_cmd, self._qd_prev, dt)
-        scale = 1.0
-        for value, lo, hi in zip(qd, box.lower, box.upper, strict=True):
-            if value > hi and value > 0:
-                scale = min(scale, max(hi, 0.0) / value)
-            elif value < lo and value < 0:
-                scale = min(scale, max(-lo, 0.0) / -value)
+        # the largest scale <= 1 that keeps qd in the box where the box holds zero
+        above = (qd > box.upper) & (qd > 0.0)
+        below = (qd < box.lower) & (qd < 0.0)
+        scale = min(1.0, float(np.min(np.maximum(box.upper[above], 0.0) / qd[above], initial=1.0)),
+                    float(np.min(np.maximum(-box.lower[below], 0.0) / -qd[below], initial=1.0)))
         command = np.clip(qd * scale, box.lower, box.upper)
-        saturated = tuple(n for n, a, b in zip(self._names, qd, command, strict=True)
-                          if not np.isclose(a, b, rtol=0.0, atol=1e-12))
-        overridden = tuple(n for n, c in zip(self._names, box.acceleration_overridden, strict=True) if c)
+        exact = not bool(np.any(np.abs(command - qd) > _AT_BOUND))
+        saturated: tuple[str, ...] = ()
+        if not exact:
+            at_bound = (command <= box.lower + _AT_BOUND) | (command >= box.upper - _AT_BOUND)
+            saturated = tuple(n for n, b in zip(self._names, at_bound, strict=True) if b)
+        overridden: tuple[str, ...] = ()
+        if box.acceleration_overridden.any():
+            overridden = tuple(n for n, o in zip(self._names, box.acceleration_overridden,
+                                                 strict=True) if o)
         self._q_cmd = self._q_cmd + command * dt
         self._qd_prev = command
-        exact = not saturated
         if exact:
             velocity = solution.velocity
             achieved = solution.hand_velocities
         else:  # the base's reaction to the limited command (J* and H are linear in qd)
-            gjm = generalized_jacobian(self.model, q, frames, joints=self._names, rows=self.rows)
             velocity = np.zeros(self.model.nv)
-            velocity[0:6] = gjm.base_map @ command
+            velocity[0:6] = solution.jacobian.base_map @ command
             velocity[self._v_index] = command
-            achieved = gjm.matrix @ command
+            achieved = solution.jacobian.matrix @ command
         matrix = self.model.momentum_matrix(q)
         momentum = matrix @ velocity
         rate = np.zeros(6) if self._momentum_prev is None else (momentum - self._momentum_prev) / dt

@@ -97,12 +97,6 @@ class GeneralizedJacobian:
     singular_values: np.ndarray
     joint_names: tuple[str, ...]
 
-    @property
-    def condition_number(self) -> float:
-        """sigma_max / sigma_min of ``J*`` (inf when sigma_min is 0)."""
-        smallest = float(self.singular_values[-1]) if self.singular_values.size else 0.0
-        return float(self.singular_values[0]) / smallest if smallest > 0.0 else float("inf")
-
 
 @dataclass(frozen=True)
 class RmrcSolution:
@@ -110,25 +104,53 @@ class RmrcSolution:
 
     Attributes:
         joint_velocities: ``qd = J*^+ xd`` in [rad/s], order of ``joint_names``.
-        base_velocity: base spatial velocity [m/s; rad/s] in the base frame
-            (pinocchio's free-flyer convention), ``-H_b^-1 H_bm qd``.
-        velocity: the full generalized velocity ``[base_velocity; joint rates]``
-            (model.nv,), joints not in ``joint_names`` at zero.
+        velocity: the full generalized velocity ``[v_b; joint rates]`` (model.nv,),
+            ``v_b = -H_b^-1 H_bm qd`` the base spatial velocity [m/s; rad/s] in the
+            base frame (pinocchio's free-flyer convention), joints not in
+            ``joint_names`` at zero.
         hand_velocities: ``J* qd``, the hand velocities achieved (equal to the
             command when ``J*`` has full row rank).
         singular_values: of ``J*``, largest first.
         joint_names: the commanded joints.
+        jacobian: ``J*`` and the base map it was solved with, for other joint
+            rates at the same configuration (both are linear in ``qd``).
     """
 
     joint_velocities: np.ndarray
-    base_velocity: np.ndarray
     velocity: np.ndarray
     hand_velocities: np.ndarray
     singular_values: np.ndarray
     joint_names: tuple[str, ...]
+    jacobian: GeneralizedJacobian
 
 
-def _row_indices(rows: Sequence[str]) -> np.ndarray:
+@dataclass(frozen=True)
+class GjmIndices:
+    """Frames, joints and rows of a generalized Jacobian, resolved once (:func:`gjm_indices`).
+
+    Attributes:
+        frames: the end-effector frame names.
+        frame_ids: their pinocchio frame ids.
+        joint_names: the joints solved for (the columns of ``J*``).
+        v_index: their indices in ``v``.
+        rows: the kept velocity rows of each frame.
+        row_index: their indices in :data:`ROW_NAMES`.
+    """
+
+    frames: tuple[str, ...]
+    frame_ids: tuple[int, ...]
+    joint_names: tuple[str, ...]
+    v_index: np.ndarray
+    rows: tuple[str, ...]
+    row_index: np.ndarray
+
+
+def row_indices(rows: Sequence[str]) -> np.ndarray:
+    """Indices in :data:`ROW_NAMES` of velocity rows named ``vx`` .. ``wz``.
+
+    Raises:
+        ConfigurationError: empty, an unknown name, or a name repeated.
+    """
     unknown = [r for r in rows if r not in ROW_NAMES]
     if unknown or not rows or len(set(rows)) != len(rows):
         raise ConfigurationError(
@@ -136,6 +158,25 @@ def _row_indices(rows: Sequence[str]) -> np.ndarray:
             f"repetition; unknown: {unknown}"
         )
     return np.array([ROW_NAMES.index(r) for r in rows], dtype=int)
+
+
+def check_thresholds(min_singular_value: float, max_condition_number: float) -> None:
+    """Check the dynamic-singularity thresholds of :func:`is_singular`.
+
+    Raises:
+        ConfigurationError: ``min_singular_value`` not finite and > 0, or
+            ``max_condition_number`` not finite and > 1.
+    """
+    if not np.isfinite(min_singular_value) or min_singular_value <= 0.0:
+        raise ConfigurationError(
+            f"min_singular_value={min_singular_value}: expected a finite value > 0 "
+            "(e.g. 1e-3 m/rad)"
+        )
+    if not np.isfinite(max_condition_number) or max_condition_number <= 1.0:
+        raise ConfigurationError(
+            f"max_condition_number={max_condition_number}: expected a finite value > 1 "
+            "(e.g. 1e3)"
+        )
 
 
 def _check_floating(model: RobotModel) -> None:
@@ -156,9 +197,51 @@ def _check_q(model: RobotModel, q: np.ndarray) -> np.ndarray:
     return q
 
 
-def _symmetric_mass_matrix(model: RobotModel, q: np.ndarray) -> np.ndarray:
-    mass = np.array(pin.crba(model.model, model.data, q))  # upper triangle is filled
-    return np.triu(mass) + np.triu(mass, 1).T
+def gjm_indices(
+    model: RobotModel,
+    frames: Sequence[str],
+    *,
+    joints: Sequence[str] | None = None,
+    rows: Sequence[str] = ROW_NAMES,
+) -> GjmIndices:
+    """Check the arguments of a generalized Jacobian and resolve the names to indices.
+
+    Args:
+        model, frames, joints, rows: as :func:`generalized_jacobian`.
+
+    Raises:
+        ConfigurationError: fixed-base model, no frame, or bad row names.
+        UnknownFrameError, UnknownJointError: a name the model does not have.
+    """
+    _check_floating(model)
+    row_index = row_indices(rows)
+    names = tuple(model.joint_names if joints is None else joints)
+    v_index = model.v_index(names)
+    if not frames:
+        raise ConfigurationError("frames is empty: name at least one end-effector frame")
+    frame_ids = tuple(model.frame_id(frame) for frame in frames)
+    return GjmIndices(tuple(frames), frame_ids, names, v_index, tuple(rows), row_index)
+
+
+def jacobian_at(model: RobotModel, q: np.ndarray,
+                indices: GjmIndices) -> tuple[np.ndarray, np.ndarray]:
+    """``J*`` and the base map ``-H_b^-1 H_bm`` at ``q``, without checking the inputs.
+
+    The cycle of :func:`generalized_jacobian`: ``q`` must be a finite configuration
+    of ``model`` and ``indices`` come from :func:`gjm_indices` on the same model.
+    One CRBA and one pass of joint Jacobians serve every frame.
+    """
+    mass = pin.crba(model.model, model.data, q)  # only the upper triangle is filled
+    h_b = np.triu(mass[0:6, 0:6])
+    h_b += np.triu(h_b, 1).T
+    base_map = -np.linalg.solve(h_b, mass[0:6, indices.v_index])  # H_b: locked-system inertia (SPD)
+    pin.computeJointJacobians(model.model, model.data, q)
+    blocks = []
+    for fid in indices.frame_ids:
+        jac = pin.getFrameJacobian(model.model, model.data, fid,
+                                   pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[indices.row_index]
+        blocks.append(jac[:, indices.v_index] + jac[:, 0:6] @ base_map)
+    return np.vstack(blocks), base_map
 
 
 def generalized_jacobian(
@@ -193,22 +276,10 @@ def generalized_jacobian(
     """
     _check_floating(model)
     q = _check_q(model, q)
-    row_idx = _row_indices(rows)
-    names = tuple(model.joint_names if joints is None else joints)
-    v_idx = model.v_index(names)
-    if not frames:
-        raise ConfigurationError("frames is empty: name at least one end-effector frame")
-    mass = _symmetric_mass_matrix(model, q)
-    h_b = mass[0:6, 0:6]
-    h_bm = mass[0:6, v_idx]
-    base_map = -np.linalg.solve(h_b, h_bm)  # H_b is the (SPD) locked-system inertia
-    blocks = []
-    for frame in frames:
-        jac = model.frame_jacobian(frame, q, "local_world_aligned")[row_idx]
-        blocks.append(jac[:, v_idx] + jac[:, 0:6] @ base_map)
-    matrix = np.vstack(blocks)
+    indices = gjm_indices(model, frames, joints=joints, rows=rows)
+    matrix, base_map = jacobian_at(model, q, indices)
     singular_values = np.linalg.svd(matrix, compute_uv=False)
-    return GeneralizedJacobian(matrix, base_map, singular_values, names)
+    return GeneralizedJacobian(matrix, base_map, singular_values, indices.joint_names)
 
 
 def is_singular(
@@ -231,17 +302,35 @@ def is_singular(
     return float(s[0]) / smallest > max_condition_number
 
 
-def _check_thresholds(min_singular_value: float, max_condition_number: float) -> None:
-    if not np.isfinite(min_singular_value) or min_singular_value <= 0.0:
-        raise ConfigurationError(
-            f"min_singular_value={min_singular_value}: expected a finite value > 0 "
-            "(e.g. 1e-3 m/rad)"
-        )
-    if not np.isfinite(max_condition_number) or max_condition_number <= 1.0:
-        raise ConfigurationError(
-            f"max_condition_number={max_condition_number}: expected a finite value > 1 "
-            "(e.g. 1e3)"
-        )
+def rmrc_at(
+    model: RobotModel,
+    q: np.ndarray,
+    indices: GjmIndices,
+    hand_velocities: np.ndarray,
+    min_singular_value: float,
+    max_condition_number: float,
+) -> RmrcSolution:
+    """:func:`free_floating_rmrc` without checking the inputs (a controller's cycle).
+
+    ``q`` must be a finite configuration of ``model``, ``indices`` from
+    :func:`gjm_indices`, ``hand_velocities`` finite of size
+    ``len(indices.frames) * len(indices.rows)`` and the thresholds checked
+    (:func:`check_thresholds`). ``J*`` is factorised once, by one SVD.
+
+    Raises:
+        DynamicSingularityError: ``J*`` is (near) rank deficient (:func:`is_singular`).
+    """
+    matrix, base_map = jacobian_at(model, q, indices)
+    u, s, vt = np.linalg.svd(matrix, full_matrices=False)
+    if matrix.shape[1] < matrix.shape[0] or is_singular(s, min_singular_value,
+                                                        max_condition_number):
+        raise DynamicSingularityError(s.tolist(), min_singular_value, max_condition_number)
+    qd = vt.T @ ((u.T @ hand_velocities) / s)
+    velocity = np.zeros(model.nv)
+    velocity[0:6] = base_map @ qd
+    velocity[indices.v_index] = qd
+    jacobian = GeneralizedJacobian(matrix, base_map, s, indices.joint_names)
+    return RmrcSolution(qd, velocity, matrix @ qd, s, indices.joint_names, jacobian)
 
 
 def free_floating_rmrc(
@@ -269,34 +358,25 @@ def free_floating_rmrc(
         max_condition_number: dynamic-singularity threshold on sigma_max / sigma_min.
 
     Returns:
-        The joint rates, the base's reaction and the achieved hand velocities.
+        The joint rates, the base's reaction, the achieved hand velocities and ``J*``.
 
     Raises:
         DynamicSingularityError: ``J*`` is (near) rank deficient (:func:`is_singular`);
             nothing is computed from it.
         InvalidInputError: ``hand_velocities`` of the wrong size or not finite.
     """
-    _check_thresholds(min_singular_value, max_condition_number)
-    gjm = generalized_jacobian(model, q, frames, joints=joints, rows=rows)
-    k = gjm.matrix.shape[0]
+    check_thresholds(min_singular_value, max_condition_number)
+    _check_floating(model)
+    q = _check_q(model, q)
+    indices = gjm_indices(model, frames, joints=joints, rows=rows)
+    k = len(indices.frames) * len(indices.rows)
     xd = np.asarray(hand_velocities, dtype=float)
     if xd.shape != (k,) or not np.all(np.isfinite(xd)):
         raise InvalidInputError(
             f"hand_velocities of shape {xd.shape} (finite: {bool(np.all(np.isfinite(xd)))}); "
             f"expected {k} finite values: rows {list(rows)} for each frame of {list(frames)}"
         )
-    if gjm.matrix.shape[1] < k or is_singular(
-            gjm.singular_values, min_singular_value, max_condition_number):
-        raise DynamicSingularityError(gjm.singular_values.tolist(), min_singular_value,
-                                      max_condition_number)
-    u, s, vt = np.linalg.svd(gjm.matrix, full_matrices=False)
-    qd = vt.T @ ((u.T @ xd) / s)
-    base_velocity = gjm.base_map @ qd
-    velocity = np.zeros(model.nv)
-    velocity[0:6] = base_velocity
-    velocity[model.v_index(gjm.joint_names)] = qd
-    return RmrcSolution(qd, base_velocity, velocity, gjm.matrix @ qd, gjm.singular_values,
-                        gjm.joint_names)
+    return rmrc_at(model, q, indices, xd, min_singular_value, max_condition_number)
 
 
 @dataclass(frozen=True)
@@ -353,17 +433,14 @@ class FreeFloatingRmrc:
         substeps: int = 1,
     ) -> None:
         _check_floating(model)
-        _check_thresholds(min_singular_value, max_condition_number)
-        _row_indices(rows)
+        check_thresholds(min_singular_value, max_condition_number)
+        self._indices = gjm_indices(model, frames, joints=joints, rows=rows)
         if substeps < 1:
             raise ConfigurationError(f"substeps={substeps}: expected an integer >= 1")
-        for frame in frames:
-            model.frame_id(frame)
         self.model = model
-        self.frames = tuple(frames)
-        self.joints = tuple(model.joint_names if joints is None else joints)
-        model.v_index(self.joints)
-        self.rows = tuple(rows)
+        self.frames = self._indices.frames
+        self.joints = self._indices.joint_names
+        self.rows = self._indices.rows
         self.min_singular_value = float(min_singular_value)
         self.max_condition_number = float(max_condition_number)
         self.substeps = int(substeps)
@@ -405,9 +482,10 @@ class FreeFloatingRmrc:
         model = self.model.model
         pos = pin.ArgumentPosition.ARG1
 
-        def rate(xi: np.ndarray) -> np.ndarray:
+        def rate(xi: np.ndarray) -> np.ndarray:  # xd was checked by solve() at the step's start
             q = pin.integrate(model, q0, xi)
-            v = self.solve(q, xd).velocity
+            v = rmrc_at(self.model, q, self._indices, xd, self.min_singular_value,
+                        self.max_condition_number).velocity
             return np.linalg.solve(pin.dIntegrate(model, q0, xi, pos), v)
 
         k1 = rate(np.zeros(model.nv))

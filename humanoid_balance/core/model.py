@@ -27,10 +27,11 @@ from humanoid_balance.exceptions import (
     UnknownJointError,
 )
 
-#: Joint groups of the seed humanoid, by joint-name pattern (in model order).
+#: Joint groups by joint-name pattern (in model order): the seed humanoid's, whose
+#: arm patterns also match the space robot's arms (``right_joint1`` .. ``left_joint3``).
 HUMANOID_GROUP_PATTERNS: dict[str, str] = {
-    "left_arm": r"^left_(shoulder|elbow|wrist)",
-    "right_arm": r"^right_(shoulder|elbow|wrist)",
+    "left_arm": r"^left_(shoulder|elbow|wrist|joint)",
+    "right_arm": r"^right_(shoulder|elbow|wrist|joint)",
     "waist": r"^waist_",
     "legs": r"^(left|right)_(hip|knee|ankle)",
     "neck": r"^neck_",

@@ -49,7 +49,8 @@ from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
 #: Names of the six momentum rows, in the order of ``[P; L]``.
 MOMENTUM_ROWS: tuple[str, ...] = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
-#: Arms of the humanoid and their joint groups.
+#: The two arms (right first) and their joint groups, for both controllers of ``arm_balance``
+#: (groups found by :data:`~humanoid_balance.core.model.HUMANOID_GROUP_PATTERNS`).
 ARMS: dict[str, str] = {"right": "right_arm", "left": "left_arm"}
 REFERENCE_POINTS = ("W", "com")
 #: The paper's selection (seed 000, eq. 5).

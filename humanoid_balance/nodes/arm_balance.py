@@ -52,9 +52,10 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool
 
 from humanoid_balance.core.free_floating import FreeFloatingArmController
-from humanoid_balance.core.gjm import ROW_NAMES
+from humanoid_balance.core.gjm import row_indices
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import (
+    ARMS,
     MOMENTUM_ROWS,
     REFERENCE_POINTS,
     RmcController,
@@ -72,8 +73,7 @@ MODES = ("ground", "free_floating")
 TRIGGERS = ("timer", "joint_states")
 TWIST_FRAME = "W"
 Controller = RmcController | FreeFloatingArmController  # runtime union: Python >= 3.10
-FLOATING_TWIST_FRAME = "world"  # free_floating: inertial frame (no ground, no W)
-ARMS = ("right", "left")
+FLOATING_TWIST_FRAME = "world"  # free_floating: inertial frame of twist and momentum (no W)
 
 
 def _doubles(values: np.ndarray) -> array.array:
@@ -123,7 +123,7 @@ def validate(name: str, value: object) -> str | None:
             parse_rows(str(value))
         except HumanoidBalanceError as exc:
             return str(exc)
-    if name == "job_arm" and value not in ("right", "left"):
+    if name == "job_arm" and value not in tuple(ARMS):
         return f"job_arm={value!r}: expected 'right' or 'left'"
     if name == "selection":
         try:
@@ -135,9 +135,12 @@ def validate(name: str, value: object) -> str | None:
     if name == "mode" and value not in MODES:
         return f"mode={value!r}: expected one of {list(MODES)}"
     if name == "free_floating_rows":
-        rows = [str(r) for r in value] if isinstance(value, (list, tuple)) else []
-        if not rows or not set(rows) <= set(ROW_NAMES):
-            return f"free_floating_rows={value!r}: expected a non-empty subset of {list(ROW_NAMES)}"
+        if not isinstance(value, (list, tuple)):
+            return f"free_floating_rows={value!r}: expected a list of velocity rows"
+        try:
+            row_indices([str(r) for r in value])
+        except HumanoidBalanceError as exc:
+            return f"free_floating_rows: {exc}"
     if name == "trigger" and value not in TRIGGERS:
         return f"trigger={value!r}: expected one of {list(TRIGGERS)}"
     positive = ("rate", "joint_state_timeout", "job_input_timeout", "margin_timeout",
@@ -383,6 +386,9 @@ class ArmBalanceNode(LifecycleNode):
         self._cmd = JointState()
         self._cmd_names: tuple[str, ...] = ()
         self._momentum_msg = WrenchStamped()
+        # ground: about the reference point (W or the CoM); free_floating: about the CoM, world axes
+        self._momentum_msg.header.frame_id = FLOATING_TWIST_FRAME \
+            if settings.mode == "free_floating" else settings.reference_point
         self._zmp_msg = PointStamped()
         self._zmp_msg.header.frame_id = TWIST_FRAME
         self.get_logger().info(
@@ -396,13 +402,7 @@ class ArmBalanceNode(LifecycleNode):
         if settings.mode == "free_floating":
             path = settings.urdf_path or str(package_urdf_path("space_robot"))
             model = RobotModel(path, floating_base=True, gravity=settings.gravity)
-            arms = {}
-            for arm in ARMS:
-                joints = model.groups.get(f"{arm}_arm") or tuple(
-                    n for n in model.joint_names if n.startswith(f"{arm}_"))
-                if not joints:
-                    raise HumanoidBalanceError(f"free_floating: no {arm} arm joints in {path}")
-                arms[arm] = joints
+            arms = {arm: model.group(group) for arm, group in ARMS.items()}
             controller: Controller = FreeFloatingArmController(
                 model, arms, {arm: f"{arm}_hand" for arm in ARMS}, job_arm=settings.job_arm,
                 rows=settings.free_floating_rows, position_margin=settings.position_margin)
@@ -718,7 +718,6 @@ class ArmBalanceNode(LifecycleNode):
         self.pub_command.publish(cmd)
         m = self._momentum_msg
         m.header.stamp = stamp
-        m.header.frame_id = self.settings.reference_point if self.settings else TWIST_FRAME
         h = out.momentum
         m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = float(h[0]), float(h[1]), float(h[2])
         m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z = (

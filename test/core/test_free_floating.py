@@ -9,7 +9,7 @@ from humanoid_balance.core.free_floating import FreeFloatingArmController
 from humanoid_balance.core.gjm import free_floating_rmrc
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import RmcInput
-from humanoid_balance.exceptions import DynamicSingularityError, InvalidInputError
+from humanoid_balance.exceptions import ConfigurationError, DynamicSingularityError, InvalidInputError
 from humanoid_balance.resources import urdf_path
 
 BENT = {"right_shoulder_pitch": -0.4, "right_elbow": 1.0, "right_shoulder_roll": -0.2,
@@ -23,10 +23,10 @@ def model() -> RobotModel:
 
 
 def _controller(model: RobotModel, **kwargs: object) -> FreeFloatingArmController:
+    options: dict[str, object] = {"rows": ("vx", "vy", "vz", "wx", "wy", "wz"), **kwargs}
     return FreeFloatingArmController(
         model, {a: model.group(f"{a}_arm") for a in ("right", "left")},
-        {a: f"{a}_hand" for a in ("right", "left")}, rows=("vx", "vy", "vz", "wx", "wy", "wz"),
-        **kwargs)  # type: ignore[arg-type]
+        {a: f"{a}_hand" for a in ("right", "left")}, **options)  # type: ignore[arg-type]
 
 
 def _q(model: RobotModel, pose: dict[str, float]) -> np.ndarray:
@@ -90,3 +90,51 @@ def test_joint_velocity_input_is_refused(model: RobotModel) -> None:
     controller.reset(q)
     with pytest.raises(InvalidInputError, match="hand twist"):
         controller.step(RmcInput(q, job_joint_velocities=np.zeros(7)), 0.002)
+
+
+def test_only_the_joints_at_a_bound_are_reported_saturated(model: RobotModel) -> None:
+    """A scaled-down command lists the joints at a bound of the velocity box, not every joint."""
+    controller = _controller(model)
+    q = _q(model, BENT)
+    controller.reset(q)
+    out = controller.step(RmcInput(q, job_twist=np.array([3.0, 0.0, 2.0, 0.0, 0.0, 0.0])), 0.002)
+    box = controller._boxer(q[model.q_index(list(controller.names))], np.zeros(len(controller.names)),
+                            0.002)
+    at_bound = tuple(n for n, v, lo, hi in zip(controller.names, out.velocity, box.lower, box.upper,
+                                               strict=True)
+                     if v <= lo + 1e-12 or v >= hi - 1e-12)
+    assert out.saturated_joints == at_bound
+    assert 0 < len(out.saturated_joints) < len(controller.names)
+
+
+def test_repeated_rows_are_refused_at_construction(model: RobotModel) -> None:
+    """rows naming vx twice: ConfigurationError when the controller is built, not at every step."""
+    with pytest.raises(ConfigurationError, match=r"^rows=\['vx', 'vx'\]: .* without repetition"):
+        _controller(model, rows=("vx", "vx"))
+
+
+def test_bad_thresholds_are_refused_at_construction(model: RobotModel) -> None:
+    """min_singular_value=0: ConfigurationError when the controller is built."""
+    with pytest.raises(ConfigurationError, match=r"^min_singular_value=0.0: expected a finite value > 0"):
+        _controller(model, min_singular_value=0.0)
+
+
+def test_job_arm_swap_keeps_the_commanded_state_by_joint(model: RobotModel) -> None:
+    """set_job_arm('left'): outputs reorder to the left arm first, same positions per joint."""
+    controller = _controller(model)
+    q = _q(model, BENT)
+    controller.reset(q)
+    controller.step(RmcInput(q, job_twist=np.array([0.05, 0.0, 0.0, 0.0, 0.0, 0.0])), 0.002)
+    before = controller.commanded_positions
+    controller.set_job_arm("left")
+    after = controller.commanded_positions
+    assert before is not None and after is not None
+    assert controller.names == model.group("left_arm") + model.group("right_arm")
+    n_right = len(model.group("right_arm"))
+    np.testing.assert_array_equal(after, np.r_[before[n_right:], before[:n_right]])
+
+
+def test_selection_is_refused(model: RobotModel) -> None:
+    """set_selection always raises: a floating robot conserves its whole momentum."""
+    with pytest.raises(ConfigurationError, match="do not apply in free_floating mode"):
+        _controller(model).set_selection(("Lx",))

@@ -10,9 +10,11 @@ import pytest
 
 from humanoid_balance.core.gjm import (
     FreeFloatingRmrc,
+    check_thresholds,
     free_floating_rmrc,
     generalized_jacobian,
     is_singular,
+    row_indices,
 )
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import (
@@ -156,6 +158,37 @@ def test_gjm_equals_the_papers_j3(model: RobotModel) -> None:
         assert gjm.matrix == pytest.approx(_paper_j3(phi), abs=1e-8)
 
 
+def test_gjm_equals_per_frame_jacobians_and_the_full_mass_matrix(model: RobotModel) -> None:
+    """J* and base map equal those from computeFrameJacobian per frame and the full CRBA (1e-12)."""
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q = _random_q(model, rng)
+        mass = np.array(pin.crba(model.model, pin.Data(model.model), q))
+        mass = np.triu(mass) + np.triu(mass, 1).T
+        v_idx = model.v_index(JOINTS)
+        base_map = -np.linalg.solve(mass[0:6, 0:6], mass[0:6, v_idx])
+        blocks = []
+        for frame in HANDS:
+            jac = pin.computeFrameJacobian(model.model, pin.Data(model.model), q,
+                                           model.frame_id(frame), pin.LOCAL_WORLD_ALIGNED)
+            blocks.append(jac[:, v_idx] + jac[:, 0:6] @ base_map)
+        gjm = generalized_jacobian(model, q, HANDS, joints=JOINTS)
+        np.testing.assert_allclose(gjm.base_map, base_map, rtol=0.0, atol=1e-12)
+        np.testing.assert_allclose(gjm.matrix, np.vstack(blocks), rtol=0.0, atol=1e-12)
+
+
+def test_rmrc_solution_carries_the_jacobian_it_was_solved_with(model: RobotModel) -> None:
+    """The solution's J* and base map are generalized_jacobian's at q and give its velocities."""
+    q = model.configuration(PAPER_ANGLES)
+    sol = free_floating_rmrc(model, q, HANDS, PAPER_RATES, joints=JOINTS, rows=PLANAR)
+    gjm = generalized_jacobian(model, q, HANDS, joints=JOINTS, rows=PLANAR)
+    np.testing.assert_array_equal(sol.jacobian.matrix, gjm.matrix)
+    np.testing.assert_array_equal(sol.jacobian.base_map, gjm.base_map)
+    np.testing.assert_allclose(sol.jacobian.singular_values, gjm.singular_values, rtol=1e-14)
+    np.testing.assert_array_equal(sol.velocity[0:6], sol.jacobian.base_map @ sol.joint_velocities)
+    np.testing.assert_array_equal(sol.hand_velocities, sol.jacobian.matrix @ sol.joint_velocities)
+
+
 def test_base_map_equals_the_centroidal_momentum_solution(model: RobotModel) -> None:
     """-H_b^-1 H_bm qd (CRBA) equals the base velocity that zeroes pinocchio's centroidal momentum."""
     rng = np.random.default_rng(2)
@@ -274,6 +307,37 @@ def test_unknown_row_is_refused(model: RobotModel) -> None:
     """A row name outside vx..wz raises ConfigurationError listing the valid ones."""
     with pytest.raises(ConfigurationError, match=r"^rows=\['vx', 'vq'\]: expected a non-empty"):
         generalized_jacobian(model, model.neutral(), HANDS, rows=("vx", "vq"))
+
+
+def test_repeated_row_is_refused() -> None:
+    """row_indices: a row named twice raises ConfigurationError saying so."""
+    with pytest.raises(ConfigurationError, match=(
+            r"^rows=\['vx', 'vx'\]: expected a non-empty subset of .* without repetition; "
+            r"unknown: \[\]$")):
+        row_indices(["vx", "vx"])
+
+
+def test_row_indices_follow_row_names() -> None:
+    """row_indices gives the positions in [vx, vy, vz, wx, wy, wz], in the order asked."""
+    assert row_indices(["wz", "vx", "vy"]).tolist() == [5, 0, 1]
+
+
+@pytest.mark.parametrize(("thresholds", "message"), [
+    ((0.0, 1e3), r"^min_singular_value=0.0: expected a finite value > 0 \(e.g. 1e-3 m/rad\)$"),
+    ((math.nan, 1e3), r"^min_singular_value=nan: expected a finite value > 0"),
+    ((1e-3, 1.0), r"^max_condition_number=1.0: expected a finite value > 1 \(e.g. 1e3\)$"),
+    ((1e-3, math.inf), r"^max_condition_number=inf: expected a finite value > 1"),
+])
+def test_bad_thresholds_are_refused(thresholds: tuple[float, float], message: str) -> None:
+    """check_thresholds: sigma_min threshold <= 0 or condition threshold <= 1 is refused."""
+    with pytest.raises(ConfigurationError, match=message):
+        check_thresholds(*thresholds)
+
+
+def test_rmrc_refuses_bad_thresholds(model: RobotModel) -> None:
+    """FreeFloatingRmrc with min_singular_value=0 is refused at construction."""
+    with pytest.raises(ConfigurationError, match=r"^min_singular_value=0"):
+        FreeFloatingRmrc(model, HANDS, joints=JOINTS, min_singular_value=0.0)
 
 
 def test_step_at_a_singularity_leaves_the_state(model: RobotModel) -> None:

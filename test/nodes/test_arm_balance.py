@@ -405,3 +405,53 @@ def test_free_floating_rows_are_validated(rclpy_context: Any) -> None:
         assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
     finally:
         h.close()
+
+
+def test_repeated_free_floating_rows_are_invalid() -> None:
+    """validate: free_floating_rows with a repeated row is refused with the reason (as at every step)."""
+    from humanoid_balance.nodes.arm_balance import validate
+
+    reason = validate("free_floating_rows", ["vx", "vx"])
+    assert reason is not None and reason.startswith("free_floating_rows: rows=['vx', 'vx']") and \
+        "without repetition" in reason
+    assert validate("free_floating_rows", ["vx", "Lz"]) is not None
+    assert validate("free_floating_rows", []) is not None
+    assert validate("free_floating_rows", ["wz", "vx"]) is None
+
+
+def test_repeated_free_floating_rows_fail_configure(rclpy_context: Any) -> None:
+    """free_floating_rows [vx, vx]: configure fails (it used to pass and then fail every cycle)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = _floating_harness(rclpy_context, {"free_floating_rows": ["vx", "vx"]})
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def _momentum_frames(h: Harness, spin: Callable[[Callable[[], bool]], bool]) -> list[str]:
+    from geometry_msgs.msg import WrenchStamped
+
+    frames: list[str] = []
+    h.probe.create_subscription(WrenchStamped, "/arm_balance/momentum",
+                                lambda m: frames.append(m.header.frame_id), 50)
+    h.activate()
+    spin(lambda: len(frames) > 5)
+    return frames
+
+
+def test_momentum_frame_is_world_in_free_floating_mode(rclpy_context: Any) -> None:
+    """mode=free_floating: /arm_balance/momentum (about the CoM, world axes) has frame_id world."""
+    h = _floating_harness(rclpy_context)
+    try:
+        frames = _momentum_frames(h, lambda until: _publish_base_pose(h, 3.0, until))
+        assert len(frames) > 5 and set(frames) == {"world"}
+    finally:
+        h.close()
+
+
+def test_momentum_frame_is_the_reference_point_on_the_ground(harness: Harness) -> None:
+    """mode=ground: /arm_balance/momentum has frame_id the reference point, W by default."""
+    frames = _momentum_frames(harness, lambda until: harness.spin(3.0, until))
+    assert len(frames) > 5 and set(frames) == {"W"}
