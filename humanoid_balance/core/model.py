@@ -290,6 +290,16 @@ class RobotModel:
         self.forward(q)
         return np.array(self.data.oMf[fid].homogeneous)
 
+    def frame_transforms(self, frame_ids: Sequence[int], q: np.ndarray) -> list[np.ndarray]:
+        """Transforms world <- frame (4 x 4) of several frames (ids from :meth:`frame_id`) at ``q``.
+
+        One forward kinematics and only these frames' placements: for per-sample use,
+        where :meth:`frame_transform` would place every frame of the model each call.
+        """
+        pin.forwardKinematics(self.model, self.data, q)
+        return [np.array(pin.updateFramePlacement(self.model, self.data, i).homogeneous)
+                for i in frame_ids]
+
     def frame_jacobian(
         self, frame: str, q: np.ndarray, reference: str = "local_world_aligned"
     ) -> np.ndarray:

@@ -306,14 +306,6 @@ class ConvexPolygon:
         return -float(np.min(np.hypot(*(point - nearest).T)))
 
 
-def polygon_margin(point: np.ndarray, polygon: np.ndarray) -> float:
-    """Signed distance [m] from ``point`` (2,) to the edge of a convex polygon (positive inside).
-
-    ``polygon`` (N x 2) lists the vertices counter-clockwise.
-    """
-    return ConvexPolygon(polygon).margin(np.asarray(point, dtype=float))
-
-
 def support_polygon_from_frames(model: RobotModel, frames: Sequence[str] | None = None,
                                 q: np.ndarray | None = None) -> np.ndarray:
     """Support polygon (N x 2, counter-clockwise) in ``W``: convex hull of contact frames.

@@ -134,28 +134,6 @@ def combine_feet(zmps_in_world: Sequence[np.ndarray], normal_forces: Sequence[fl
     return (np.asarray(zmps_in_world, dtype=float) * f[:, None]).sum(axis=0) / total
 
 
-def model_zmp(
-    mass: float, com: np.ndarray, dP: np.ndarray, dL: np.ndarray, gravity: float = 9.81,
-    ground_height: float = 0.0,
-) -> np.ndarray | None:
-    """ZMP (3,) from the momentum rates (eq. 3.73/3.74); None when ``M g + dPz <= 0`` (no contact).
-
-    Args:
-        mass: total mass M [kg].
-        com: centre of mass (3,) [m] in the world.
-        dP: rate of linear momentum (3,) [N].
-        dL: rate of angular momentum about the world origin (3,) [N m].
-        gravity: g [m/s^2] (Earth 9.81, Moon 9.81/6, Mars 3.71).
-        ground_height: p_z, the height of the floor [m].
-    """
-    vertical = mass * gravity + float(dP[2])
-    if not vertical > 0.0:
-        return None
-    px = (mass * gravity * com[0] + ground_height * dP[0] - dL[1]) / vertical
-    py = (mass * gravity * com[1] + ground_height * dP[1] + dL[0]) / vertical
-    return np.array([px, py, ground_height])
-
-
 # --- support polygon -------------------------------------------------------------
 
 

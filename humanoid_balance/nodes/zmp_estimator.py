@@ -183,6 +183,7 @@ class ZmpEstimatorNode(Node):
         self._joint_columns: tuple[tuple[str, ...], np.ndarray] | None = None
         self._pending: deque[SampleSet] = deque()
         self._sole_cache: tuple[bytes, dict[str, np.ndarray]] | None = None
+        self._sole_ids = [self.model.frame_id(self.frames[s]["sole_frame"]) for s in SIDES]
         self._recent: dict[str, deque[tuple[int, np.ndarray]]] = {s: deque(maxlen=2000) for s in SIDES}
         self._last_arrival_ns: dict[str, int | None] = {s: None for s in SIDES}
         self._last_published_ns: int | None = None
@@ -373,8 +374,8 @@ class ZmpEstimatorNode(Node):
     def _soles(self, q: np.ndarray) -> dict[str, np.ndarray]:
         key = q.tobytes()
         if self._sole_cache is None or self._sole_cache[0] != key:
-            self._sole_cache = (key, {s: self.model.frame_transform(self.frames[s]["sole_frame"], q)
-                                      for s in SIDES})
+            poses = self.model.frame_transforms(self._sole_ids, q)
+            self._sole_cache = (key, dict(zip(SIDES, poses, strict=True)))
         return self._sole_cache[1]
 
     # --- outputs -----------------------------------------------------------------

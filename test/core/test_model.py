@@ -96,6 +96,15 @@ def test_frame_jacobian_matches_finite_differences(humanoid: RobotModel) -> None
         assert (plus - minus) / (2 * eps) == pytest.approx(jac[:3, k], abs=1e-6)
 
 
+def test_frame_transforms_equal_one_frame_at_a_time(humanoid: RobotModel) -> None:
+    """frame_transforms (one FK, chosen frames placed) gives frame_transform's poses exactly."""
+    q = humanoid.neutral() + np.random.default_rng(1).uniform(-0.3, 0.3, humanoid.nq)
+    frames = ("left_sole", "right_sole", "left_foot_ft")
+    poses = humanoid.frame_transforms([humanoid.frame_id(f) for f in frames], q)
+    for frame, pose in zip(frames, poses, strict=True):
+        np.testing.assert_array_equal(pose, humanoid.frame_transform(frame, q))
+
+
 def test_configuration_by_name(humanoid: RobotModel) -> None:
     """configuration() puts each named angle at its joint's index and the rest at zero."""
     q = humanoid.configuration({"right_elbow": 0.5, "waist_pitch": 0.1})

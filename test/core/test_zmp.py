@@ -13,7 +13,6 @@ from humanoid_balance.core.zmp import (
     ZmpEstimator,
     combine_feet,
     foot_geometry_from_model,
-    model_zmp,
     stability_margin,
     support_polygon,
     zmp_from_force_sensors,
@@ -88,21 +87,29 @@ def test_two_feet_combine_by_normal_force() -> None:
     assert p == pytest.approx([0.075, -0.1, 0.0])
 
 
+def _model_zmp(mass: float, com: np.ndarray, rate: np.ndarray, g: float) -> np.ndarray:
+    """The model ZMP of eq. 3.73/3.74 (floor at z = 0) as the RMC computes it."""
+    from humanoid_balance.core.rmc import balance_indicators
+
+    return balance_indicators(rate, mass=mass, gravity=g, friction_coefficient=0.5,
+                              foot_distance=0.4, com=com).model_zmp
+
+
 def test_model_zmp_at_rest_is_the_com_projection_and_shifts_with_dL() -> None:
     """eq. 3.73/3.74: at rest the CoM's projection; dLy = +M g 0.01 moves px by -1 cm."""
     mass, g = 55.0, 9.81
     com = np.array([0.02, -0.01, 0.9])
-    assert model_zmp(mass, com, np.zeros(3), np.zeros(3), g)[:2] == pytest.approx(com[:2])
-    shifted = model_zmp(mass, com, np.zeros(3), np.array([0.0, mass * g * 0.01, 0.0]), g)
+    assert _model_zmp(mass, com, np.zeros(6), g) == pytest.approx(com[:2])
+    shifted = _model_zmp(mass, com, np.array([0, 0, 0, 0.0, mass * g * 0.01, 0.0]), g)
     assert shifted[0] == pytest.approx(0.01)
-    assert model_zmp(mass, com, np.array([0, 0, -mass * g]), np.zeros(3), g) is None
+    assert np.all(np.isnan(_model_zmp(mass, com, np.array([0, 0, -mass * g, 0, 0, 0]), g)))
 
 
 def test_model_zmp_on_the_moon_uses_lunar_gravity() -> None:
     """With g = 9.81/6 the same dL moves the ZMP six times as far."""
-    mass, com, dl = 55.0, np.zeros(3), np.array([0.0, 10.0, 0.0])
-    earth = model_zmp(mass, com, np.zeros(3), dl, 9.81)
-    moon = model_zmp(mass, com, np.zeros(3), dl, 9.81 / 6)
+    mass, com, rate = 55.0, np.zeros(3), np.array([0, 0, 0, 0.0, 10.0, 0.0])
+    earth = _model_zmp(mass, com, rate, 9.81)
+    moon = _model_zmp(mass, com, rate, 9.81 / 6)
     assert moon[0] == pytest.approx(6 * earth[0])
 
 
