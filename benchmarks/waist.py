@@ -19,8 +19,9 @@
    SCHED_FIFO N (as ``chrt -f N``; measured worse, see the node's docstring).
    The probe stays at normal priority.
 2. ``step_us_median``: one period of the core mathematics: the RMRC outer step
-   (:class:`RmrcOuterLoop`, eqs. 10-11) and the two motor servos
-   (:class:`MotorServo`), without the bus. ``cycle_us_median``: one whole
+   (:class:`RmrcOuterLoop`, eqs. 10-11), the two encoder speed estimates
+   (:class:`EncoderVelocity`) and the two motor servos (:class:`MotorServo`),
+   without the bus. ``cycle_us_median``: one whole
    :meth:`WaistController.servo_cycle` on a virtual bus (decode, safety checks,
    servo, DBC encode, send).
 
@@ -45,24 +46,28 @@ from humanoid_balance.ros_env import use_loopback_dds
 
 
 def core_step_us(samples: int = 20000) -> float:
-    """Median time of one RMRC outer step + two servo steps, microseconds."""
-    from humanoid_balance.core.servo import MotorServo
+    """Median time of one RMRC outer step + two speed estimates + two servo steps, microseconds."""
+    from humanoid_balance.core.servo import EncoderVelocity, MotorServo, ServoGains
     from humanoid_balance.core.waist_kinematics import DifferentialWaist, RmrcOuterLoop
 
     waist = DifferentialWaist()
     outer = RmrcOuterLoop(waist)
-    servos = (MotorServo(), MotorServo())
-    for s in servos:
-        s.reset(0.0)
+    gains = ServoGains()
+    servos = (MotorServo(gains), MotorServo(gains))
+    speeds = (EncoderVelocity(0.5 * gains.dt), EncoderVelocity(0.5 * gains.dt))
     times = np.empty(samples)
     q = np.array([0.1, -0.02])
     qd = np.radians([1.0, -0.167])
     theta = waist.motor_from_joint(q)
     for k in range(samples):
+        stamp = k * gains.dt
         t0 = time.perf_counter()
         rates = outer.step(q, qd, q).motor_rates
-        servos[0].step(float(theta[0]), float(rates[0]), float(theta[0]))
-        servos[1].step(float(theta[1]), float(rates[1]), float(theta[1]))
+        th1, th2 = float(theta[0]), float(theta[1])
+        fresh1 = speeds[0].update(th1, stamp)
+        fresh2 = speeds[1].update(th2, stamp)
+        servos[0].step(th1, float(rates[0]), th1, speeds[0].velocity_rad_s, fresh=fresh1)
+        servos[1].step(th2, float(rates[1]), th2, speeds[1].velocity_rad_s, fresh=fresh2)
         times[k] = time.perf_counter() - t0
     return float(np.median(times) * 1e6)
 

@@ -137,27 +137,17 @@ class CanBusError(HumanoidBalanceError):
     """The CAN bus cannot be opened or used (interface missing, bus-off, send failed)."""
 
 
-class DriveTimeoutError(CanBusError, TimeoutError):
-    """A drive did not answer within its feedback timeout."""
+class CanBusOffError(CanBusError):
+    """The bus is off (latched until ``recover()``, i.e. ``reset_fault``): nothing is sent.
 
-    def __init__(self, motor_id: int, age_s: float, timeout_s: float) -> None:
-        super().__init__(
-            f"drive {motor_id} sent no feedback for {age_s * 1e3:.1f} ms (timeout "
-            f"{timeout_s * 1e3:.1f} ms): check its power, wiring and node id")
-        self.motor_id = motor_id
-        self.age_s = age_s
-        self.timeout_s = timeout_s
+    The message is exactly :attr:`message` (``"CAN bus off"``), the fault reason the
+    waist controller reports whether it meets the bus-off in its safety check or in a send.
+    """
 
+    message = "CAN bus off"
 
-class DriveFaultError(CanBusError):
-    """A drive reported a fault."""
-
-    def __init__(self, motor_id: int, fault_code: int, reason: str) -> None:
-        super().__init__(f"drive {motor_id} reported fault {fault_code} ({reason}): "
-                         "the motors are disabled; clear the cause, then re-enable")
-        self.motor_id = motor_id
-        self.fault_code = fault_code
-        self.reason = reason
+    def __init__(self) -> None:
+        super().__init__(self.message)
 
 
 # --- identification (seed 004: gravity parameters of the lunar arm) -----------

@@ -32,7 +32,6 @@ from numpy.typing import NDArray
 from humanoid_balance.results import save_figure
 
 FloatArray = NDArray[np.float64]
-DT = 0.002
 DURATION_S = 6.0
 SETTLE_S = 0.5
 
@@ -74,13 +73,15 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3, channel: str = "experim
     from humanoid_balance.can.bus import WaistCanBus
     from humanoid_balance.can.controller import WaistController, WaistControllerConfig
     from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
-    from humanoid_balance.core.bus_load import FrameSpec, bus_load
+    from humanoid_balance.core.bus_load import bus_load
 
     rng = np.random.default_rng(seed)
-    outer_every = 10  # 50 Hz inclinometer at 500 Hz servo
+    config = WaistControllerConfig()
+    dt = config.gains.dt
+    outer_every = config.outer_every  # the inclinometer comes at the outer loop's rate
     with SimulatedWaist(channel=channel, torso=TorsoLoad()) as sim, WaistCanBus(
             channel=channel, use_notifier=False, clock=lambda: sim.time_s) as bus:
-        ctl = WaistController(WaistControllerConfig(), bus)
+        ctl = WaistController(config, bus)
         cycle = 0
         last_reading = np.full(2, np.nan)
 
@@ -91,7 +92,7 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3, channel: str = "experim
                 ctl.on_inclinometer(math.radians(q[0]), math.radians(q[1]), sim.time_s)
                 last_reading = q
             ctl.servo_cycle(sim.time_s)
-            sim.step(DT)
+            sim.step(dt)
             cycle += 1
 
         for _ in range(5):
@@ -106,7 +107,7 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3, channel: str = "experim
         # 2. move to the start of the in-range path, settle
         start = np.radians(paper_reference_deg(np.zeros(1), 0.0))
         ctl.set_trajectory(np.array([1.0]), start, sim.time_s)
-        for _ in range(int(1.5 / DT)):
+        for _ in range(int(1.5 / dt)):
             tick()
         # 3. the in-range path
         counted_before = bus.counters()
@@ -114,7 +115,7 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3, channel: str = "experim
         result = ctl.set_trajectory(times, np.radians(paper_reference_deg(times, 0.0)), t0)
         if not result.accepted:
             raise RuntimeError(f"the in-range path was refused: {result.message}")
-        n = round(DURATION_S / DT)
+        n = round(DURATION_S / dt)
         log_t, ref, act, meas, speed, current = [], [], [], [], [], []
         for _ in range(n):
             tick()
@@ -128,10 +129,14 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3, channel: str = "experim
         counters = bus.counters()
         feedback = counters.get("feedback", 0) - counted_before.get("feedback", 0)
         status = counters.get("status", 0) - counted_before.get("status", 0)
-        # measured traffic: the setpoints sent (one per period) and the frames received
-        measured = bus_load([FrameSpec("WaistCurrentCmd", 4, n / DURATION_S),
-                             FrameSpec("DriveFeedback", 5, feedback / DURATION_S),
-                             FrameSpec("DriveStatus", 4, status / DURATION_S)])
+        # measured traffic: the setpoints sent (one per period) and the frames received,
+        # with the protocol's frame lengths
+        frames = {f.name: f for f in bus.protocol.periodic_frames(config.servo_rate_hz)}
+        measured = bus_load([
+            frames["WaistCurrentCmd"]._replace(rate_hz=n / DURATION_S),
+            frames["DriveFeedback1"]._replace(name="DriveFeedback", rate_hz=feedback / DURATION_S),
+            frames["DriveStatus1"]._replace(name="DriveStatus", rate_hz=status / DURATION_S)],
+            config.bitrate)
         return TrackingRun(np.array(log_t), np.array(ref), np.array(act), np.array(meas),
                            np.array(speed), np.array(current), not refusal.accepted, refusal.message,
                            ctl.bus_load.percent, measured.percent, ctl.state.value)

@@ -11,6 +11,8 @@ What it guarantees:
   malformed, unknown, foreign-id and error frames are counted and ignored;
 * a bus-off (a SocketCAN error frame with ``CAN_ERR_BUSOFF``, or
   ``bus_off_send_errors`` failed sends in a row) is latched until :meth:`recover`;
+  every send while it is latched raises
+  :class:`~humanoid_balance.exceptions.CanBusOffError` (``"CAN bus off"``);
 * an exception inside the receive thread (python-can's :class:`can.Notifier`) is
   latched as ``receive_failure``: the controller must treat it as lost feedback,
   never keep using the last (stale) sample;
@@ -38,7 +40,7 @@ from humanoid_balance.can.protocol import (
     Rejected,
     WaistProtocol,
 )
-from humanoid_balance.exceptions import CanBusError, InvalidInputError
+from humanoid_balance.exceptions import CanBusError, CanBusOffError, InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,13 @@ class WaistCanBus(MotorBus):
         return self._receive_failure
 
     def send_currents(self, currents_a: tuple[float, float]) -> None:
-        """Send ``WaistCurrentCmd``; refuses non-finite or out-of-range values (nothing sent)."""
+        """Send ``WaistCurrentCmd``; refuses non-finite or out-of-range values (nothing sent).
+
+        Raises:
+            InvalidInputError: a value the DBC signal cannot carry.
+            CanBusOffError: the bus-off latch is set (before or by this send).
+            CanBusError: the send failed.
+        """
         self._send(self.protocol.encode_currents(currents_a))
 
     def send_control(self, node_id: int, command: ControlCommand) -> None:
@@ -255,7 +263,7 @@ class WaistCanBus(MotorBus):
         if self._bus is None:
             raise CanBusError("the CAN bus is closed: configure the node again")
         if self._bus_off:
-            raise CanBusError("the CAN bus is off: nothing is sent until recover() is requested")
+            raise CanBusOffError()
         try:
             self._bus.send(msg, timeout=self.send_timeout_s)
         except (can.CanError, OSError) as exc:
@@ -264,6 +272,8 @@ class WaistCanBus(MotorBus):
                 self._send_errors_in_row += 1
                 if self._send_errors_in_row >= self.bus_off_send_errors:
                     self._bus_off = True
+            if self._bus_off:  # this failure, or an error frame meanwhile, latched bus-off
+                raise CanBusOffError() from exc
             raise CanBusError(f"CAN send of 0x{msg.arbitration_id:03x} failed: {exc}") from exc
         self._send_errors_in_row = 0
 

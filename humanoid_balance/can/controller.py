@@ -17,6 +17,13 @@ drives. It owns the safety logic of issue 5:
   bus-off, or a failure of the bus receive thread puts the controller in ``FAULT``:
   both drives are sent ``DISABLE`` (their holding brakes engage) and the reason is
   kept; only :meth:`reset_fault` (a request) leaves ``FAULT``;
+* each period reads every drive's latest feedback sample once, and that one sample
+  is what the safety checks judge and what the servo uses; a sample seen before (its
+  frame was lost) is no new measurement: the motor speed estimate is held and the
+  velocity integrator is not advanced on it (see :mod:`humanoid_balance.core.servo`),
+  and once it is older than ``feedback_timeout_s`` the controller faults;
+* a current limit beyond what ``WaistCurrentCmd`` can carry (the DBC range) is
+  refused when the controller is built, not met mid-motion;
 * enabling starts from the measured motor positions with zero velocity; an old
   trajectory or setpoint is never resumed;
 * only :meth:`servo_cycle` sends setpoints, so a stalled loop stops feeding the
@@ -34,12 +41,23 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from humanoid_balance.can.bus import MotorBus, validate_node_ids
-from humanoid_balance.can.protocol import ControlCommand, WaistProtocol
+from humanoid_balance.can.bus import FeedbackSample, MotorBus, validate_node_ids
+from humanoid_balance.can.protocol import (
+    CURRENT_CMD_ID,
+    DBC_PATH,
+    NODE_IDS,
+    ControlCommand,
+    WaistProtocol,
+)
 from humanoid_balance.core.bus_load import BusLoad, check_bus_load
-from humanoid_balance.core.servo import MotorServo, ServoGains
+from humanoid_balance.core.servo import EncoderVelocity, MotorServo, ServoGains
 from humanoid_balance.core.waist_kinematics import DifferentialWaist, RmrcOuterLoop
-from humanoid_balance.exceptions import CanBusError, ConfigurationError, InvalidInputError
+from humanoid_balance.exceptions import (
+    CanBusError,
+    CanBusOffError,
+    ConfigurationError,
+    InvalidInputError,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -113,6 +131,11 @@ class WaistControllerConfig:
         """Servo (inner loop) rate, Hz."""
         return 1.0 / self.gains.dt
 
+    @property
+    def outer_every(self) -> int:
+        """Servo periods per outer-loop step (``servo_rate / outer_rate``, rounded)."""
+        return max(1, round(self.servo_rate_hz / self.outer_rate_hz))
+
 
 class TrajectoryResult(NamedTuple):
     """What became of a trajectory: accepted or not, clamped or not, and why."""
@@ -161,8 +184,10 @@ class CycleOutput(NamedTuple):
     Attributes:
         state: controller state after the period.
         joint_position_rad: ``[pitch, roll]`` from the encoders (NaN before feedback).
-        joint_velocity_rad_s: from the encoders.
-        motor_position_rad, motor_velocity_rad_s, motor_current_a: per motor (1, 2).
+        joint_velocity_rad_s: from the encoders (the motor speed estimates).
+        motor_position_rad, motor_velocity_rad_s, motor_current_a: per motor (1, 2); the
+            speed is held over a lost sample and 0 without feedback fresher than
+            ``feedback_timeout_s``.
         currents_sent_a: the setpoints sent this period (None = nothing sent).
         reference_rad: joint reference.
         tracking_error_rad: reference minus measured (inclinometer if fresh).
@@ -187,6 +212,8 @@ class WaistController:
         bus: the drives' bus (real or simulated).
 
     Raises:
+        ConfigurationError: ``config.gains.current_limit_a`` beyond the range of the
+            protocol's current setpoint signals (the DBC's ``WaistCurrentCmd``).
         BusLoadError: the protocol at the chosen servo rate loads the bus beyond
             ``config.max_bus_load`` (with the figure).
     """
@@ -195,13 +222,20 @@ class WaistController:
         self.config = config
         self.bus = bus
         self.nodes = validate_node_ids(config.motor_ids)
+        # WaistCurrentCmd carries the node-1 setpoint first: the motor in each slot
+        self._motor_in_slot = (self.nodes.index(NODE_IDS[0]), self.nodes.index(NODE_IDS[1]))
+        protocol = WaistProtocol()
+        _check_current_limit(config.gains.current_limit_a, protocol)
         self.bus_load: BusLoad = check_bus_load(
-            WaistProtocol().periodic_frames(config.servo_rate_hz), config.bitrate,
-            config.max_bus_load)
+            protocol.periodic_frames(config.servo_rate_hz), config.bitrate, config.max_bus_load)
         self.waist = config.waist
         self.outer = RmrcOuterLoop(config.waist, gain_per_s=config.outer_gain_per_s)
         self.servos = (MotorServo(config.gains), MotorServo(config.gains))
-        self._outer_every = max(1, round(config.servo_rate_hz / config.outer_rate_hz))
+        # drives answer once per servo period: samples closer than half of one were bunched
+        # by reception, not taken that close
+        self.velocities = (EncoderVelocity(0.5 * config.gains.dt),
+                           EncoderVelocity(0.5 * config.gains.dt))
+        self._outer_every = config.outer_every
         self.state = ControllerState.IDLE
         self.fault_reason = ""
         self.messages: list[str] = []
@@ -212,7 +246,6 @@ class WaistController:
         self._q_ref = np.zeros(2)
         self._cycle = 0
         self._inclinometer: tuple[FloatArray, float] | None = None
-        self._last_theta: FloatArray | None = None
         self._enabled_cycles = 0
         self._enabled_at_s = -math.inf
 
@@ -229,7 +262,7 @@ class WaistController:
         if self.state in ENABLED_STATES:
             return
         self.bus.poll()
-        theta = self._fresh_motor_positions(now_s)
+        theta = self._fresh_motor_positions(self._read_samples(), now_s)
         if theta is None:
             raise CanBusError(
                 "cannot enable: no fresh feedback from both drives; check the bus and the drives "
@@ -237,11 +270,10 @@ class WaistController:
         self._trajectory = None
         self._enabled_at_s = now_s  # feedback after this + feedback_timeout must say enabled
         self._command_deadline_s = math.inf
-        self._theta_ref = self._clamp_motor_reference(theta)
-        self._q_ref = self.waist.joint_from_motor(self._theta_ref)
+        self._theta_ref, self._q_ref = self._clamp_motor_reference(theta)
         self._motor_rate = np.zeros(2)
-        for servo, th in zip(self.servos, theta, strict=True):
-            servo.reset(float(th))
+        for servo in self.servos:
+            servo.reset()
         for node in self.nodes:
             self.bus.send_control(node, ControlCommand.MODE_CURRENT)
             self.bus.send_control(node, ControlCommand.ENABLE)
@@ -340,13 +372,15 @@ class WaistController:
         bus = self.bus
         bus.poll()
         self._cycle += 1
-        theta, omega_fb, current = self._read_feedback()
+        samples = self._read_samples()  # once: the checks and the servo judge the same samples
+        theta, omega, current, fresh = self._measure(samples, now_s)
         if self.state in ENABLED_STATES:
-            reason = self._safety_reason(now_s)
+            reason = self._safety_reason(samples, now_s)
             if reason:
                 self._fault(reason)
         sent: tuple[float, float] | None = None
-        q_meas = self._measured_joint(theta, now_s)
+        q_encoders = self.waist.joint_from_motor(theta)
+        q_meas = self._measured_joint(q_encoders, now_s)
         if self.state in ENABLED_STATES:
             if self.state == ControllerState.RUNNING and now_s > self._command_deadline_s:
                 self.messages.append(
@@ -355,66 +389,75 @@ class WaistController:
                 self._trajectory = None
                 self.state = ControllerState.STOPPING
             try:
-                sent = self._servo(theta, q_meas, now_s)
+                sent = self._servo(theta, omega, fresh, q_meas, now_s)
+            except CanBusOffError as exc:  # the bus went off after the safety check
+                self._fault(str(exc))
             except (InvalidInputError, CanBusError) as exc:
-                # the bus can go off between the safety check and the send (the error frame
-                # arrives on the receive thread): name it as the safety check would
-                self._fault("CAN bus off" if bus.bus_off else f"servo step failed: {exc}")
-                sent = None
+                self._fault(f"servo step failed: {exc}")
         elif not bus.bus_off:
             # disabled: poll the drives (a disabled drive ignores the setpoint, answers feedback)
             try:
                 bus.send_currents((0.0, 0.0))
                 sent = (0.0, 0.0)
-            except CanBusError as exc:
-                if self.state != ControllerState.FAULT and bus.bus_off:
-                    self._fault(f"CAN bus off: {exc}")
-        joint_vel = self.waist.j_qw @ omega_fb
+            except CanBusError as exc:  # another failed poll is retried next period
+                if isinstance(exc, CanBusOffError) and self.state != ControllerState.FAULT:
+                    self._fault(str(exc))
+        joint_vel = self.waist.j_qw @ omega
         error = (self._q_ref - q_meas) if self.state in ENABLED_STATES else np.full(2, np.nan)
-        return CycleOutput(self.state, self.waist.joint_from_motor(theta), joint_vel, theta,
-                           omega_fb, current, sent, self._q_ref.copy(), error)
+        return CycleOutput(self.state, q_encoders, joint_vel, theta, omega, current, sent,
+                           self._q_ref.copy(), error)
 
     # --- internals -----------------------------------------------------------------------------
 
-    def _read_feedback(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        nan = math.nan
-        t1 = t2 = c1 = c2 = nan
-        sample = self.bus.feedback(self.nodes[0])
-        if sample is not None:
-            t1, c1 = sample.feedback.position_rad, sample.feedback.current_a
-        sample = self.bus.feedback(self.nodes[1])
-        if sample is not None:
-            t2, c2 = sample.feedback.position_rad, sample.feedback.current_a
-        last = self._last_theta
-        w1 = w2 = 0.0
-        if last is not None:  # velocity from two successive samples; 0 where one is missing
-            dt = self.config.gains.dt
-            w1 = (t1 - last[0]) / dt
-            w2 = (t2 - last[1]) / dt
-            w1 = w1 if math.isfinite(w1) else 0.0
-            w2 = w2 if math.isfinite(w2) else 0.0
-        theta = np.array([t1, t2])
-        self._last_theta = theta
-        return theta, np.array([w1, w2]), np.array([c1, c2])
+    def _read_samples(self) -> tuple[FeedbackSample | None, FeedbackSample | None]:
+        """The latest feedback sample of each motor's drive, read once."""
+        feedback = self.bus.feedback
+        return feedback(self.nodes[0]), feedback(self.nodes[1])
 
-    def _fresh_motor_positions(self, now_s: float) -> FloatArray | None:
+    def _measure(self, samples: tuple[FeedbackSample | None, FeedbackSample | None],
+                 now_s: float) -> tuple[FloatArray, FloatArray, FloatArray, tuple[bool, bool]]:
+        """Motor positions, speeds and currents from the samples, and which samples are new.
+
+        The speed comes from :class:`EncoderVelocity` (held over a repeated sample); without
+        a sample, or with one older than ``feedback_timeout_s``, there is no speed (0) and the
+        next sample starts a new difference.
+        """
+        theta = np.full(2, math.nan)
+        omega = np.zeros(2)
+        current = np.full(2, math.nan)
+        fresh = [False, False]
+        timeout = self.config.feedback_timeout_s
+        for k, (sample, velocity) in enumerate(zip(samples, self.velocities, strict=True)):
+            if sample is None:
+                velocity.reset()
+                continue
+            fb = sample.feedback
+            theta[k], current[k] = fb.position_rad, fb.current_a
+            if now_s - sample.stamp_s > timeout:
+                velocity.reset()
+                continue
+            fresh[k] = velocity.update(fb.position_rad, sample.stamp_s)
+            omega[k] = velocity.velocity_rad_s
+        return theta, omega, current, (fresh[0], fresh[1])
+
+    def _fresh_motor_positions(self, samples: tuple[FeedbackSample | None, FeedbackSample | None],
+                               now_s: float) -> FloatArray | None:
         theta = np.zeros(2)
-        for k, node in enumerate(self.nodes):
-            sample = self.bus.feedback(node)
+        for k, sample in enumerate(samples):
             if sample is None or now_s - sample.stamp_s > self.config.feedback_timeout_s:
                 return None
             theta[k] = sample.feedback.position_rad
         return theta
 
-    def _safety_reason(self, now_s: float) -> str:
+    def _safety_reason(self, samples: tuple[FeedbackSample | None, FeedbackSample | None],
+                       now_s: float) -> str:
         bus = self.bus
         if bus.bus_off:
-            return "CAN bus off"
+            return CanBusOffError.message
         failure = bus.receive_failure
         if failure is not None:
             return f"feedback lost: {failure}"
-        for node in self.nodes:
-            sample = bus.feedback(node)
+        for node, sample in zip(self.nodes, samples, strict=True):
             if sample is None:
                 return f"drive {node} sent no feedback"
             age = now_s - sample.stamp_s
@@ -431,13 +474,14 @@ class WaistController:
                 return f"drive {node} is no longer enabled"
         return ""
 
-    def _measured_joint(self, theta: FloatArray, now_s: float) -> FloatArray:
+    def _measured_joint(self, q_encoders: FloatArray, now_s: float) -> FloatArray:
         incl = self._inclinometer
         if incl is not None and now_s - incl[1] <= self.config.inclinometer_timeout_s:
             return incl[0]
-        return self.waist.joint_from_motor(theta)
+        return q_encoders
 
-    def _servo(self, theta: FloatArray, q_meas: FloatArray, now_s: float) -> tuple[float, float]:
+    def _servo(self, theta: FloatArray, omega: FloatArray, fresh: tuple[bool, bool],
+               q_meas: FloatArray, now_s: float) -> tuple[float, float]:
         dt = self.config.gains.dt
         self._enabled_cycles += 1
         if not np.all(np.isfinite(theta)):
@@ -453,26 +497,26 @@ class WaistController:
                 self.state = ControllerState.HOLDING
         else:
             self._motor_rate = np.zeros(2)
-        self._theta_ref = self._clamp_motor_reference(self._theta_ref + self._motor_rate * dt)
-        self._q_ref = self.waist.joint_from_motor(self._theta_ref)
-        currents = []
-        for k, servo in enumerate(self.servos):
-            out = servo.step(float(self._theta_ref[k]), float(self._motor_rate[k]), float(theta[k]))
-            currents.append(out.current_a)
-        slots = [0.0, 0.0]
-        for k, node in enumerate(self.nodes):
-            slots[node - 1] = currents[k]
-        self.bus.send_currents((slots[0], slots[1]))
-        return slots[0], slots[1]
+        self._theta_ref, self._q_ref = self._clamp_motor_reference(
+            self._theta_ref + self._motor_rate * dt)
+        theta_ref, rate = self._theta_ref, self._motor_rate
+        currents = [servo.step(float(theta_ref[k]), float(rate[k]), float(theta[k]),
+                               float(omega[k]), fresh=fresh[k]).current_a
+                    for k, servo in enumerate(self.servos)]
+        slots = (currents[self._motor_in_slot[0]], currents[self._motor_in_slot[1]])
+        self.bus.send_currents(slots)
+        return slots
 
-    def _clamp_motor_reference(self, theta_ref: FloatArray) -> FloatArray:
+    def _clamp_motor_reference(self, theta_ref: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``theta_ref`` kept inside the joint range, and its joint angles ``[pitch, roll]``."""
         q = self.waist.joint_from_motor(theta_ref)
         (p_lo, p_hi), (r_lo, r_hi) = self.waist.pitch_limits_rad, self.waist.roll_limits_rad
         q1, q2 = float(q[0]), float(q[1])
         if p_lo <= q1 <= p_hi and r_lo <= q2 <= r_hi:
-            return theta_ref
+            return theta_ref, q
         self._motor_rate = np.zeros(2)  # at a limit: stop the ramp there
-        return self.waist.motor_from_joint(self.waist.clamp(q))
+        q = self.waist.clamp(q)
+        return self.waist.motor_from_joint(q), q
 
     def _fault(self, reason: str) -> None:
         self.state = ControllerState.FAULT
@@ -488,3 +532,15 @@ class WaistController:
             # bus off: the drives' watchdogs stop them (no setpoints come)
             with contextlib.suppress(CanBusError):
                 self.bus.send_control(node, ControlCommand.DISABLE)
+
+
+def _check_current_limit(current_limit_a: float, protocol: WaistProtocol) -> None:
+    """Refuse a current limit that the current setpoint signals cannot carry (DBC range)."""
+    message = protocol.db.get_message_by_frame_id(CURRENT_CMD_ID)
+    for signal in message.signals:
+        lo, hi = protocol.signal_range(message.name, signal.name)
+        if not (lo <= -current_limit_a and current_limit_a <= hi):
+            raise ConfigurationError(
+                f"current_limit {current_limit_a} A is outside the range [{lo}, {hi}] A of "
+                f"{message.name}.{signal.name} in {DBC_PATH.name}: such setpoints cannot be "
+                f"sent; set current_limit to at most {min(-lo, hi)} A")

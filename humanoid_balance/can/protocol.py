@@ -30,9 +30,11 @@ stuffing, see :mod:`humanoid_balance.core.bus_load`); this layout takes about
 frame.
 
 The decoder never raises: malformed, unknown, remote, extended-id and error
-frames come back as :class:`Rejected` with the reason, and are counted by the
-caller. The encoders refuse (``InvalidInputError``) any non-finite value or a
-value outside the DBC signal's range: nothing out of range is ever packed.
+frames, and setpoints outside their signal's range, come back as :class:`Rejected`
+with the reason, and are counted by the caller. The encoders refuse
+(``InvalidInputError``) any non-finite value or a value outside the DBC signal's
+range: nothing out of range is ever packed. Every range is the DBC's
+``[minimum|maximum]``, read once when :class:`WaistProtocol` is built.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ POSITION_CMD_ID = 0x400
 CONTROL_BASE_ID = 0x100
 FEEDBACK_BASE_ID = 0x180
 STATUS_BASE_ID = 0x280
+#: Setpoint frames: kind and signal name prefix (``<prefix>1`` for node 1, ``<prefix>2``).
+SETPOINT_FRAMES = {CURRENT_CMD_ID: ("current", "Current"), VELOCITY_CMD_ID: ("velocity", "Velocity"),
+                   POSITION_CMD_ID: ("position", "Position")}
 
 
 class ControlCommand(IntEnum):
@@ -152,14 +157,15 @@ class ControlFrame:
 
 
 class Rejected(NamedTuple):
-    """A frame the decoder did not accept; ``reason`` is one of :data:`REJECT_REASONS`."""
+    """A frame the decoder did not accept.
+
+    ``reason``: ``error_frame``, ``remote_frame``, ``foreign_id``, ``unknown_id``,
+    ``wrong_length``, ``undecodable`` or ``bad_value`` (a setpoint outside its signal's
+    range, a command outside the table).
+    """
 
     reason: str
     bus_off: bool = False
-
-
-REJECT_REASONS = ("error_frame", "remote_frame", "foreign_id", "unknown_id", "wrong_length",
-                  "undecodable", "non_finite", "bad_value")
 
 Decoded = Union[DriveFeedback, DriveStatus, SetpointCommand, ControlFrame, Rejected]  # noqa: UP007 (3.10 alias)
 
@@ -196,25 +202,50 @@ class WaistProtocol:
         self.counts_per_rev = counts_per_rev
         self.db = load_database()
         self._by_id = {m.frame_id: m for m in self.db.messages}
-        self._current = self.db.get_message_by_frame_id(CURRENT_CMD_ID)
-        self._velocity = self.db.get_message_by_frame_id(VELOCITY_CMD_ID)
-        self._position = self.db.get_message_by_frame_id(POSITION_CMD_ID)
+        # (signal, minimum, maximum) per frame, read once: checked on every encode
+        self._limits: dict[int, tuple[tuple[str, float, float], ...]] = {}
+        for message in self.db.messages:
+            limits = []
+            for signal in message.signals:
+                lo, hi = signal.minimum, signal.maximum
+                if lo is None or hi is None or signal.is_float:  # pragma: no cover - none is
+                    raise ConfigurationError(
+                        f"{DBC_PATH.name}: {message.name}.{signal.name} must be an integer signal "
+                        "with a [minimum|maximum] range (the decoder relies on finite values)")
+                limits.append((signal.name, lo, hi))
+            self._limits[message.frame_id] = tuple(limits)
+        self._feedback_current_a = self.signal_range("DriveFeedback1", "Current")
+        self._feedback_counts = self.signal_range("DriveFeedback1", "PositionCounts")
+        self._status_velocity_rad_s = self.signal_range("DriveStatus1", "Velocity")
+
+    def signal_range(self, message_name: str, signal_name: str) -> tuple[float, float]:
+        """``(minimum, maximum)`` of a DBC signal, in the signal's unit.
+
+        Raises:
+            KeyError: no such message or signal in the DBC.
+        """
+        frame_id = self.db.get_message_by_name(message_name).frame_id
+        for name, lo, hi in self._limits[frame_id]:
+            if name == signal_name:
+                return lo, hi
+        raise KeyError(f"{message_name} has no signal {signal_name!r}")
 
     # --- encoding --------------------------------------------------------------
 
     def _encode(self, frame_id: int, values: dict[str, Any]) -> can.Message:
         message = self._by_id[frame_id]
-        for signal in message.signals:
-            value = values[signal.name]
-            if isinstance(value, float) and not math.isfinite(value):
+        for name, lo, hi in self._limits[frame_id]:
+            value = values[name]
+            if not lo <= value <= hi:  # NaN fails this too
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise InvalidInputError(
+                        f"{message.name}.{name} must be finite, got {value}: nothing is sent")
+                unit = message.get_signal_by_name(name).unit or ""
                 raise InvalidInputError(
-                    f"{message.name}.{signal.name} must be finite, got {value}: nothing is sent")
-            lo, hi = signal.minimum, signal.maximum
-            if lo is not None and hi is not None and not lo <= value <= hi:
-                raise InvalidInputError(
-                    f"{message.name}.{signal.name} = {value} {signal.unit or ''} is outside "
-                    f"[{lo}, {hi}]: nothing is sent; limit the value before sending")
-        data = message.encode(values, scaling=True, strict=True)
+                    f"{message.name}.{name} = {value} {unit} is outside [{lo}, {hi}]: nothing is "
+                    "sent; limit the value before sending")
+        # every signal was checked against its range above: cantools need not check again
+        data = message.encode(values, scaling=True, strict=False)
         return can.Message(arbitration_id=frame_id, data=data, is_extended_id=False)
 
     def encode_currents(self, currents_a: tuple[float, float]) -> can.Message:
@@ -227,11 +258,6 @@ class WaistProtocol:
         v1, v2 = (float(v) for v in velocities_rad_s)
         return self._encode(VELOCITY_CMD_ID, {"Velocity1": v1, "Velocity2": v2})
 
-    def encode_positions(self, positions_rad: tuple[float, float]) -> can.Message:
-        """``WaistPositionCmd`` with the position setpoints of node 1 and node 2, rad."""
-        p1, p2 = (float(p) for p in positions_rad)
-        return self._encode(POSITION_CMD_ID, {"Position1": p1, "Position2": p2})
-
     def encode_control(self, motor_id: int, command: ControlCommand) -> can.Message:
         """``DriveControl<n>`` for one drive."""
         _check_node(motor_id)
@@ -239,10 +265,17 @@ class WaistProtocol:
 
     def encode_feedback(self, motor_id: int, position_counts: int, current_a: float, *,
                         enabled: bool, fault: bool, watchdog: bool, brake: bool) -> can.Message:
-        """``DriveFeedback<n>`` (the drive's side); the count wraps like a 24-bit counter."""
+        """``DriveFeedback<n>`` (the drive's side).
+
+        The count wraps like the signal's counter (24 bit); the current saturates at the
+        signal's range.
+        """
         _check_node(motor_id)
-        wrapped = ((int(position_counts) + 2**23) % 2**24) - 2**23
-        current = min(max(float(current_a), -10.24), 10.235)
+        lo_counts, hi_counts = self._feedback_counts
+        span = int(hi_counts - lo_counts) + 1
+        wrapped = (int(position_counts) - int(lo_counts)) % span + int(lo_counts)
+        lo_a, hi_a = self._feedback_current_a
+        current = min(max(float(current_a), lo_a), hi_a)
         return self._encode(FEEDBACK_BASE_ID + motor_id, {
             "PositionCounts": wrapped, "Current": current, "Enabled": int(enabled),
             "Fault": int(fault), "Watchdog": int(watchdog), "Brake": int(brake)})
@@ -251,7 +284,8 @@ class WaistProtocol:
                       state: DriveState) -> can.Message:
         """``DriveStatus<n>`` (the drive's side); the velocity saturates at the signal range."""
         _check_node(motor_id)
-        velocity = min(max(float(velocity_rad_s), -327.68), 327.67)
+        lo, hi = self._status_velocity_rad_s
+        velocity = min(max(float(velocity_rad_s), lo), hi)
         return self._encode(STATUS_BASE_ID + motor_id, {
             "Velocity": velocity, "FaultCode": int(fault_code), "State": int(state)})
 
@@ -284,17 +318,16 @@ class WaistProtocol:
         raw = message.decode(data, decode_choices=False, scaling=True)
         if not isinstance(raw, Mapping):
             return Rejected("undecodable")
+        # every signal is an integer times a scale (checked in __init__): always finite
         values: dict[str, float] = {name: float(value)  # type: ignore[arg-type]
                                     for name, value in raw.items()}
-        if not all(math.isfinite(value) for value in values.values()):
-            return Rejected("non_finite")
         frame_id = message.frame_id
-        if frame_id == CURRENT_CMD_ID:
-            return _setpoint("current", values["Current1"], values["Current2"], 10.0)
-        if frame_id == VELOCITY_CMD_ID:
-            return _setpoint("velocity", values["Velocity1"], values["Velocity2"], 300.0)
-        if frame_id == POSITION_CMD_ID:
-            return _setpoint("position", values["Position1"], values["Position2"], 200000.0)
+        setpoint = SETPOINT_FRAMES.get(frame_id)
+        if setpoint is not None:
+            if not all(lo <= values[name] <= hi for name, lo, hi in self._limits[frame_id]):
+                return Rejected("bad_value")
+            kind, prefix = setpoint
+            return SetpointCommand(kind, (values[f"{prefix}1"], values[f"{prefix}2"]))
         if CONTROL_BASE_ID < frame_id <= CONTROL_BASE_ID + 2:
             try:
                 command = ControlCommand(int(values["Command"]))
@@ -319,7 +352,7 @@ class WaistProtocol:
     def periodic_frames(self, servo_rate_hz: float, status_rate_hz: float = 10.0) -> list[FrameSpec]:
         """The periodic frames of the current-mode cycle, for the bus-load check."""
         return [
-            FrameSpec("WaistCurrentCmd", self._current.length, servo_rate_hz),
+            FrameSpec("WaistCurrentCmd", self._by_id[CURRENT_CMD_ID].length, servo_rate_hz),
             FrameSpec("DriveFeedback1", self._by_id[FEEDBACK_BASE_ID + 1].length, servo_rate_hz),
             FrameSpec("DriveFeedback2", self._by_id[FEEDBACK_BASE_ID + 2].length, servo_rate_hz),
             FrameSpec("DriveStatus1", self._by_id[STATUS_BASE_ID + 1].length, status_rate_hz),
@@ -330,9 +363,3 @@ class WaistProtocol:
 def _check_node(motor_id: int) -> None:
     if motor_id not in NODE_IDS:
         raise ConfigurationError(f"drive node id must be one of {NODE_IDS}, got {motor_id!r}")
-
-
-def _setpoint(kind: str, v1: float, v2: float, bound: float) -> Decoded:
-    if abs(v1) > bound or abs(v2) > bound:
-        return Rejected("bad_value")
-    return SetpointCommand(kind, (float(v1), float(v2)))

@@ -52,6 +52,7 @@ from humanoid_balance.can.protocol import (
     FaultCode,
     SetpointCommand,
     WaistProtocol,
+    rad_to_counts,
 )
 from humanoid_balance.core.waist_kinematics import DifferentialWaist
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
@@ -128,13 +129,6 @@ class TorsoLoad:
         q1, q2 = float(q[0]), float(q[1])
         mgh = self.mass_kg * GRAVITY * self.com_height_m
         return np.array([mgh * math.sin(q1) * math.cos(q2), mgh * math.cos(q1) * math.sin(q2)])
-
-
-def waist_joint_angles(motor_angles_rad: FloatArray, gear_ratio_pitch: float,
-                       gear_ratio_roll: float) -> FloatArray:
-    """``[waist_pitch, waist_roll]`` in rad from the two motor angles (eq. 3 integrated)."""
-    waist = DifferentialWaist(gear_ratio_pitch=gear_ratio_pitch, gear_ratio_roll=gear_ratio_roll)
-    return waist.joint_from_motor(np.asarray(motor_angles_rad, dtype=float))
 
 
 @dataclass
@@ -296,13 +290,6 @@ class SimulatedWaist:
         with self._lock:
             return self.waist.j_qw @ self.omega
 
-    def encoder_counts(self) -> tuple[int, int]:
-        """The encoders' counts."""
-        cpr = self.params.counts_per_rev
-        with self._lock:
-            return (math.floor(self.theta[0] / (2 * math.pi) * cpr),
-                    math.floor(self.theta[1] / (2 * math.pi) * cpr))
-
     def set_load_torque(self, joint_torque_nm: FloatArray) -> None:
         """External joint torque ``[pitch, roll]`` (e.g. the torso's gravity from MuJoCo), N m.
 
@@ -457,7 +444,7 @@ class SimulatedWaist:
 
     def _feedback(self, drive: SimulatedDrive) -> can.Message:
         k = drive.node_id - 1
-        counts = math.floor(self.theta[k] / (2 * math.pi) * self.params.counts_per_rev)
+        counts = rad_to_counts(float(self.theta[k]), self.params.counts_per_rev)
         return self.protocol.encode_feedback(
             drive.node_id, counts, float(self.current[k]), enabled=drive.enabled,
             fault=drive.faulted, watchdog=drive.fault_code == FaultCode.WATCHDOG,

@@ -197,10 +197,6 @@ class DifferentialWaist:
         """Drive-to-feasible-space Jacobian ``J0 = J1 J_qw`` (eqs. 10-11), (2, 2)."""
         return self.j1(q) @ self.j_qw
 
-    def j0_determinant(self, pitch_rad: float) -> float:
-        """``det J0 = cos(q1) / (2 i1 i2)`` (from eq. 11), zero only at ``cos q1 = 0``."""
-        return float(np.cos(pitch_rad) / (2.0 * self.gear_ratio_pitch * self.gear_ratio_roll))
-
     def min_j0_singular_value(self, samples: int = 201) -> float:
         """Smallest singular value of ``J0`` over the pitch range (J0 does not depend on roll).
 
@@ -211,42 +207,7 @@ class DifferentialWaist:
         return float(min(np.linalg.svd(self.j0(np.array([p, 0.0])), compute_uv=False)[-1]
                          for p in pitches))
 
-    # --- RMRC (eq. 10 inverted) ----------------------------------------------
-
-    def rmrc_motor_rates(self, q: FloatArray, body_rate: FloatArray) -> FloatArray:
-        """Resolved motion rate control: ``[w1, w2] = J0(q)^-1 [wy0, wz0]``.
-
-        Args:
-            q: current ``[pitch, roll]`` in rad (only the pitch matters).
-            body_rate: desired ``[wy0, wz0]`` of the plate, rad/s.
-
-        Returns:
-            Motor speeds ``[w1, w2]`` in rad/s.
-
-        Raises:
-            InvalidInputError: non-finite input, or ``cos q1`` so small that J0 is singular.
-        """
-        rate = _check_vector2(body_rate, "body_rate")
-        q_arr = _check_vector2(q, "q")
-        if abs(np.cos(q_arr[0])) < 1e-6:
-            raise InvalidInputError(
-                f"pitch {np.rad2deg(q_arr[0]):.3f} deg makes J0 singular (cos q1 = 0): "
-                "the waist must stay inside its pitch range")
-        # closed form of J0^-1 = J_qw^-1 J1^-1, J1^-1 = [[0, 1], [1/cos q1, 0]]
-        j1_inv = np.array([[0.0, 1.0], [1.0 / np.cos(q_arr[0]), 0.0]])
-        return self.j_qw_inv @ (j1_inv @ rate)
-
-    def body_rate_from_joint_rate(self, q: FloatArray, qd: FloatArray) -> FloatArray:
-        """``[wy0, wz0] = J1(q) qd`` (eq. 10)."""
-        return self.j1(q) @ _check_vector2(qd, "qd")
-
     # --- limits ---------------------------------------------------------------
-
-    def within_limits(self, q: FloatArray) -> bool:
-        """Whether ``[pitch, roll]`` lies inside the joint range (limits included)."""
-        q1, q2 = _check_vector2(q, "q")
-        return bool(self.pitch_limits_rad[0] <= q1 <= self.pitch_limits_rad[1]
-                    and self.roll_limits_rad[0] <= q2 <= self.roll_limits_rad[1])
 
     def clamp(self, q: FloatArray) -> FloatArray:
         """``[pitch, roll]`` clamped into the joint range, rad."""
@@ -259,13 +220,9 @@ class OuterLoopOutput(NamedTuple):
 
     Attributes:
         motor_rates: motor speed commands ``[w1, w2]``, rad/s.
-        body_rate: commanded ``[wy0, wz0]``, rad/s.
-        joint_error: ``q_ref - q_measured``, rad.
     """
 
     motor_rates: FloatArray
-    body_rate: FloatArray
-    joint_error: FloatArray
 
 
 class RmrcOuterLoop:
@@ -298,9 +255,6 @@ class RmrcOuterLoop:
         self.gain_per_s = gain_per_s
         self.max_joint_rate_rad_s = max_joint_rate_rad_s
 
-    def reset(self) -> None:
-        """Nothing is latched between steps; kept for the controller interface."""
-
     def step(self, q_ref: FloatArray, qd_ref: FloatArray, q_measured: FloatArray) -> OuterLoopOutput:
         """One outer-loop step.
 
@@ -310,7 +264,10 @@ class RmrcOuterLoop:
             q_measured: inclinometer ``[pitch, roll]``, rad.
 
         Returns:
-            Motor rates, plate rate and joint error.
+            The motor rates.
+
+        Raises:
+            InvalidInputError: a non-finite input, or a measured pitch where J0 is singular.
         """
         # scalar arithmetic: this runs every outer period (the benchmark's step budget is 20 us)
         r1, r2 = float(q_ref[0]), float(q_ref[1])
@@ -333,8 +290,7 @@ class RmrcOuterLoop:
         # J0^-1 [wy0, wz0] = J_qw^-1 J1^-1 [wy0, wz0] = J_qw^-1 [wz0, wy0 / cos q1]  (eqs. 4, 11)
         j1, j2 = wz0, wy0 / cos_q1
         i1, i2 = self.waist.gear_ratio_pitch, self.waist.gear_ratio_roll
-        return OuterLoopOutput(np.array([-i1 * j1 - i2 * j2, -i1 * j1 + i2 * j2]),
-                               np.array([wy0, wz0]), np.array([e1, e2]))
+        return OuterLoopOutput(np.array([-i1 * j1 - i2 * j2, -i1 * j1 + i2 * j2]))
 
 
 def pitch_roll_from_quaternion(x: float, y: float, z: float, w: float) -> tuple[float, float]:

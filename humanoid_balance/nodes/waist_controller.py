@@ -68,7 +68,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from humanoid_balance.can.bus import WaistCanBus
+from humanoid_balance.can.bus import WaistCanBus, validate_node_ids
 from humanoid_balance.can.controller import (
     ControllerState,
     CycleOutput,
@@ -108,8 +108,12 @@ def validate(name: str, value: Any) -> str | None:
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             return f"{name} must be finite [min, max] degrees with min < max, got {list(value)}"
     elif name == "motor_ids":
-        if sorted(int(v) for v in value) != [1, 2]:
-            return f"motor_ids must be the drive node ids [1, 2] in motor order, got {list(value)}"
+        try:
+            validate_node_ids(tuple(value))
+        except InvalidInputError as exc:
+            return str(exc)
+        except (TypeError, ValueError):
+            return f"motor_ids must be a list of the two drive node ids, got {value!r}"
     elif name == "servo_priority":
         if not isinstance(value, int) or not 0 <= value <= 99:
             return f"{name} must be an integer 0..99 (0 = normal scheduling), got {value!r}"

@@ -11,7 +11,7 @@ import pytest
 
 from humanoid_balance.can.bus import WaistCanBus
 from humanoid_balance.can.protocol import ControlCommand, ControlFrame, WaistProtocol
-from humanoid_balance.exceptions import CanBusError
+from humanoid_balance.exceptions import CanBusError, CanBusOffError
 
 PROTOCOL = WaistProtocol()
 _channels = itertools.count()
@@ -71,13 +71,35 @@ def test_malformed_frames_are_counted_and_ignored(pair: tuple[WaistCanBus, can.B
 
 def test_bus_off_error_frame_latches_and_blocks_sending(
         pair: tuple[WaistCanBus, can.BusABC]) -> None:
-    """A bus-off error frame latches bus_off; sending then raises CanBusError."""
+    """A bus-off error frame latches bus_off; sending then raises CanBusOffError "CAN bus off"."""
     bus, peer = pair
     peer.send(can.Message(arbitration_id=0x40, is_error_frame=True, data=bytes(8)))
     bus.poll()
     assert bus.bus_off
-    with pytest.raises(CanBusError, match="the CAN bus is off: nothing is sent until recover"):
+    with pytest.raises(CanBusOffError, match=r"^CAN bus off$"):
         bus.send_currents((0.0, 0.0))
+    with pytest.raises(CanBusOffError, match=r"^CAN bus off$"):
+        bus.send_control(1, ControlCommand.DISABLE)
+    assert peer.recv(timeout=0.05) is None  # nothing was sent
+
+
+def test_failed_sends_in_a_row_become_bus_off(pair: tuple[WaistCanBus, can.BusABC],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed sends raise CanBusError with the cause; the one that latches bus-off, CanBusOffError."""
+    bus, _ = pair
+
+    def failing_send(msg: can.Message, timeout: float | None = None) -> None:
+        raise can.CanOperationError("transmit buffer full")
+
+    assert bus._bus is not None
+    monkeypatch.setattr(bus._bus, "send", failing_send)
+    for _ in range(bus.bus_off_send_errors - 1):
+        with pytest.raises(CanBusError, match=r"CAN send of 0x200 failed: transmit buffer full") as info:
+            bus.send_currents((0.0, 0.0))
+        assert not isinstance(info.value, CanBusOffError) and not bus.bus_off
+    with pytest.raises(CanBusOffError, match=r"^CAN bus off$"):
+        bus.send_currents((0.0, 0.0))
+    assert bus.bus_off and bus.counters()["send_errors"] == bus.bus_off_send_errors
 
 
 def test_recover_clears_bus_off(pair: tuple[WaistCanBus, can.BusABC]) -> None:

@@ -48,6 +48,40 @@ def test_out_of_range_current_is_never_packed() -> None:
         PROTOCOL.encode_currents((0.0, 12.0))
 
 
+def test_signal_ranges_are_the_dbcs() -> None:
+    """signal_range reads [minimum|maximum] from waist_drive.dbc."""
+    assert PROTOCOL.signal_range("WaistCurrentCmd", "Current1") == (-10, 10)
+    assert PROTOCOL.signal_range("DriveFeedback2", "Current") == (-10.24, 10.235)
+    assert PROTOCOL.signal_range("DriveStatus1", "Velocity") == (-327.68, 327.67)
+
+
+def test_out_of_range_current_setpoint_rejected_on_decode() -> None:
+    """A received current setpoint of 10.001 A (beyond the DBC's 10 A) is rejected as bad value."""
+    raw = (10001).to_bytes(2, "little", signed=True) + (0).to_bytes(2, "little", signed=True)
+    msg = can.Message(arbitration_id=0x200, data=raw, is_extended_id=False)
+    assert PROTOCOL.decode(msg) == Rejected("bad_value")
+
+
+def test_setpoint_at_the_range_end_decoded() -> None:
+    """A velocity setpoint of exactly -300 rad/s (the DBC minimum) is accepted."""
+    decoded = PROTOCOL.decode(PROTOCOL.encode_velocities((-300.0, 0.0)))
+    assert decoded == SetpointCommand("velocity", (-300.0, 0.0))
+
+
+def test_feedback_saturates_current_and_wraps_counts() -> None:
+    """The drive side clamps the current to the signal's range and wraps the 24-bit count."""
+    decoded = PROTOCOL.decode(PROTOCOL.encode_feedback(
+        1, 2**23 + 5, -11.0, enabled=True, fault=False, watchdog=False, brake=False))
+    assert isinstance(decoded, DriveFeedback)
+    assert (decoded.position_counts, decoded.current_a) == (-2**23 + 5, -10.24)
+
+
+def test_status_velocity_saturates_at_the_signal_range() -> None:
+    """A status velocity beyond 327.67 rad/s is sent as 327.67 (the DBC maximum)."""
+    decoded = PROTOCOL.decode(PROTOCOL.encode_status(2, 400.0, 0, DriveState.ENABLED))
+    assert decoded == DriveStatus(2, 327.67, 0, int(DriveState.ENABLED))
+
+
 def test_feedback_round_trip() -> None:
     """Feedback position, current and bits decode as sent; the angle follows the count."""
     msg = PROTOCOL.encode_feedback(2, -12345, 2.5, enabled=True, fault=False, watchdog=False,

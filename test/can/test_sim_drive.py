@@ -11,7 +11,7 @@ import pytest
 
 from humanoid_balance.can.bus import WaistCanBus
 from humanoid_balance.can.protocol import ControlCommand, FaultCode
-from humanoid_balance.can.sim_drive import MotorParameters, SimulatedWaist, TorsoLoad, waist_joint_angles
+from humanoid_balance.can.sim_drive import MotorParameters, SimulatedWaist, TorsoLoad
 
 _channels = itertools.count()
 DT = 0.002
@@ -145,16 +145,17 @@ def test_without_brake_the_torso_drops() -> None:
         assert math.degrees(sim.joint_angles()[0]) > 25.0
 
 
-def test_waist_joint_angles_function_matches_the_simulation(
-        rig: tuple[SimulatedWaist, WaistCanBus]) -> None:
-    """waist_joint_angles(motor angles) equals the simulation's joint angles."""
+def test_joint_angles_follow_the_differential(rig: tuple[SimulatedWaist, WaistCanBus]) -> None:
+    """The simulation's joint angles are eq. 3 of its motor angles (i1 = i2 = 100)."""
     sim, bus = rig
     _enable(sim, bus)
     for _ in range(20):
         bus.send_currents((0.4, -0.1))
         sim.step(DT)
-    np.testing.assert_allclose(waist_joint_angles(sim.motor_angles(), 100.0, 100.0),
-                               sim.joint_angles(), atol=1e-15)
+    theta1, theta2 = sim.motor_angles()
+    expected = [-(theta1 + theta2) / 200.0, (theta2 - theta1) / 200.0]
+    assert abs(theta1) > 1e-3 and abs(theta2) > 1e-3  # the motors moved
+    np.testing.assert_allclose(sim.joint_angles(), expected, atol=1e-15)
 
 
 def test_velocity_mode_reaches_the_setpoint(rig: tuple[SimulatedWaist, WaistCanBus]) -> None:

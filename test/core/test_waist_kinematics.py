@@ -87,14 +87,17 @@ def test_j0_full_rank_over_the_pitch_range() -> None:
 
 
 def test_rmrc_reproduces_a_constant_body_rate() -> None:
-    """Motor rates from RMRC, integrated for 1 s, give the commanded plate rate."""
+    """Motor rates from the RMRC outer loop, integrated, give the commanded plate rate."""
     body_rate = np.array([0.05, -0.02])  # [wy0, wz0] rad/s
     q = np.array([0.2, 0.05])
     dt = 1e-4
     theta = WAIST.motor_from_joint(q)
+    loop = RmrcOuterLoop(WAIST, gain_per_s=0.0)
     for _ in range(100):
-        w = WAIST.rmrc_motor_rates(WAIST.joint_from_motor(theta), body_rate)
-        rot0 = WAIST.forward(WAIST.joint_from_motor(theta)).rotation
+        q_now = WAIST.joint_from_motor(theta)
+        qd = np.linalg.solve(WAIST.j1(q_now), body_rate)  # the joint rate of that plate rate
+        w = loop.step(q_now, qd, q_now).motor_rates
+        rot0 = WAIST.forward(q_now).rotation
         theta = theta + w * dt
         rot1 = WAIST.forward(WAIST.joint_from_motor(theta)).rotation
         achieved = (pin.log3(rot1 @ rot0.T) / dt)[[1, 2]]
@@ -102,9 +105,17 @@ def test_rmrc_reproduces_a_constant_body_rate() -> None:
 
 
 def test_rmrc_rejects_nan_rate() -> None:
-    """A NaN plate rate is rejected, not turned into motor speeds."""
-    with pytest.raises(InvalidInputError, match="body_rate must be finite"):
-        WAIST.rmrc_motor_rates(np.zeros(2), np.array([np.nan, 0.0]))
+    """A NaN reference rate is rejected, not turned into motor speeds."""
+    loop = RmrcOuterLoop(WAIST)
+    with pytest.raises(InvalidInputError, match=r"outer loop inputs must be finite, .*qd_ref=\[nan"):
+        loop.step(np.zeros(2), np.array([np.nan, 0.0]), np.zeros(2))
+
+
+def test_rmrc_refuses_a_singular_pitch() -> None:
+    """A measured pitch of 90 deg (cos q1 = 0, J0 singular) is refused, not divided by."""
+    loop = RmrcOuterLoop(WAIST)
+    with pytest.raises(InvalidInputError, match=r"pitch 90\.000 deg makes J0 singular"):
+        loop.step(np.zeros(2), np.zeros(2), np.array([np.pi / 2, 0.0]))
 
 
 def test_pitch_range_reaching_90_deg_is_refused() -> None:
@@ -151,4 +162,4 @@ def test_outer_loop_equals_rmrc_of_the_corrected_rate() -> None:
     qd_ref = np.array([0.01, -0.02])
     out = loop.step(q_ref, qd_ref, q_meas)
     body = WAIST.j1(q_meas) @ (qd_ref + 3.0 * (q_ref - q_meas))
-    np.testing.assert_allclose(out.motor_rates, WAIST.rmrc_motor_rates(q_meas, body), rtol=1e-12)
+    np.testing.assert_allclose(out.motor_rates, np.linalg.solve(WAIST.j0(q_meas), body), rtol=1e-12)
