@@ -51,7 +51,8 @@ def message_class(msgtype: str) -> Any:
                        "message package, or leave its topic out") from error
 
 
-def _typestore() -> Any:
+def typestore() -> Any:
+    """The rosbags type store bags are written and read with here (ROS 2 Jazzy's messages)."""
     from rosbags.typesys import Stores, get_typestore
 
     return get_typestore(Stores.ROS2_JAZZY)
@@ -87,7 +88,7 @@ class BagRecorder:
         self.exclude = set(exclude)
         self._qos = QoSProfile(depth=depth)
         self._lock = threading.Lock()
-        self._typestore = _typestore()
+        self._typestore = typestore()
         plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
         self._writer = Writer(self.path, version=8, storage_plugin=plugin)
         self._writer.open()

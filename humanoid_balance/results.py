@@ -1,7 +1,8 @@
 """Write benchmark and experiment figures in the one result format (shared RESULTS.md).
 
 Benchmarks write ``benchmarks/results/<name>.json``; experiments write to the
-folder they are given.
+folder they are given. Also the other files the tools write (YAML, figures), so
+that ``core`` stays free of I/O.
 """
 
 from __future__ import annotations
@@ -97,3 +98,11 @@ def save_figure(fig: Any, path: Path, dpi: int = 100) -> Path:
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def write_yaml(path: Path, document: Any) -> None:
+    """Write ``document`` (plain data) to ``path`` as YAML, keys in order, creating its folder."""
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))

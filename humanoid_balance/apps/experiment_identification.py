@@ -34,7 +34,7 @@ none. Writes ``identification_moon.json``, ``identification_moon.md``
 (tables beside the paper's) and the Fig. 7/8-like plots
 ``identification_moon.png`` and ``identification_moon_payload.png``; exits 1
 when a joint misses the 2 % target (with or without payload) or the error
-does not rise without friction pairs. About 2 min on one core.
+does not rise without friction pairs. About 1.5 min on one core.
 """
 
 from __future__ import annotations
@@ -46,9 +46,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pinocchio as pin
 
-from humanoid_balance.core.identification import METHODS
+from humanoid_balance.core.identification import DEFAULT_AVERAGE, EARTH_GRAVITY, METHODS
 from humanoid_balance.results import metric, save_figure
 
 #: the paper's Table 3 (RMSE % of max torque, simulation, Moon) and Table 4 (payload)
@@ -59,7 +58,7 @@ TARGET_PCT = 2.0
 DEFAULT_STATIC_DEG = (0.0, 40.0, 20.0, 60.0, 40.0, 30.0)
 SWEEP_HALF_RANGE_DEG = 30.0
 SWEEP_CYCLES = 2  # forward + backward passes per joint
-AVERAGE = 10  # friction-free samples averaged per block (1 kHz -> 100 Hz, noise kept averaged)
+AVERAGE = DEFAULT_AVERAGE  # friction-free samples averaged per block (1 kHz -> 100 Hz)
 #: validation path (different from the sweeps: every joint moves) [deg]
 VALIDATION_PATH_DEG = ((-20, 10, -10, 40, 0, 0), (20, 50, 30, 90, 50, 40), (0, 20, 60, 50, -40, -30))
 #: environment box of eq. 12: a table in front of and below the shoulder (centre, size) [m]
@@ -101,33 +100,22 @@ def optimised_statics(seed: int = 0) -> tuple[list[np.ndarray], list[Any], list[
     """
     from humanoid_balance.core.identification.optimisation import (
         ClearanceChecker,
-        StaticConfigurationProblem,
-        ga_pso,
+        optimise_static_configurations,
     )
     from humanoid_balance.core.identification.regressor import (
         GravityRegressor,
         lunar_arm_composite_parameters,
     )
     from humanoid_balance.resources import urdf_path
+    from humanoid_balance.sim.lunar_arm import lunar_arm_model
 
-    urdf = str(urdf_path("lunar_arm"))
-    model = pin.buildModelFromUrdf(urdf)
+    model = lunar_arm_model()
     regressor, pset = GravityRegressor(model), lunar_arm_composite_parameters()
-    clearance = ClearanceChecker(urdf, model, [TABLE])
-    default = np.radians(DEFAULT_STATIC_DEG)
-    statics, before, after = [], [], []
-    for j, sweep_range in enumerate(sweep_ranges()):
-        problem = StaticConfigurationProblem(regressor, pset, j, sweep_range, clearance)
-        best = ga_pso(problem.objective, problem.bounds, seed=seed)
-        chosen = default[problem.free]
-        if best.objective < problem.objective(chosen):
-            chosen = best.x
-        static = default.copy()
-        static[problem.free] = chosen
-        statics.append(static)
-        before.append(problem.evaluate(default[problem.free]))
-        after.append(problem.evaluate(chosen))
-    return statics, before, after
+    clearance = ClearanceChecker(str(urdf_path("lunar_arm")), model, [TABLE])
+    choices = optimise_static_configurations(regressor, pset, np.radians(DEFAULT_STATIC_DEG),
+                                             sweep_ranges(), clearance, seed=seed)
+    return ([c.static for c in choices], [c.default for c in choices],
+            [c.chosen for c in choices])
 
 
 def identify_in_sim(*, gravity: float, payload: float, seed: int, speed_rad_s: float,
@@ -137,15 +125,16 @@ def identify_in_sim(*, gravity: float, payload: float, seed: int, speed_rad_s: f
     """Run the sweeps in the simulation and estimate, with and without friction pairs.
 
     ``paired`` is ``method``'s estimate; ``estimates`` holds every method's
-    (same recordings); ``noise_reference_torque`` as :class:`LunarArmSim`.
+    (same paired samples and regressor); ``noise_reference_torque`` as
+    :class:`LunarArmSim`; ``estimate_s`` times ``method``'s whole estimation
+    (pairing, regressor, least squares).
     """
-    from humanoid_balance.core.identification.procedure import identify
+    from humanoid_balance.core.identification.procedure import ESTIMATORS, paired_samples
     from humanoid_balance.core.identification.regressor import (
         GravityRegressor,
         lunar_arm_composite_parameters,
     )
-    from humanoid_balance.resources import urdf_path
-    from humanoid_balance.sim.lunar_arm import LunarArmSim, run_sweep
+    from humanoid_balance.sim.lunar_arm import LunarArmSim, lunar_arm_model, run_sweep
 
     sim = LunarArmSim(gravity=gravity, payload=payload, seed=seed,
                       coulomb_friction=FRICTION_COULOMB, viscous_friction=FRICTION_VISCOUS,
@@ -153,33 +142,22 @@ def identify_in_sim(*, gravity: float, payload: float, seed: int, speed_rad_s: f
     started = time.perf_counter()
     recordings = [run_sweep(sim, sweep) for sweep in _plan(speed_rad_s, statics)]
     sim_s = time.perf_counter() - started
-    regressor = GravityRegressor(pin.buildModelFromUrdf(str(urdf_path("lunar_arm"))), gravity)
+    regressor = GravityRegressor(lunar_arm_model(), gravity)
     pset = lunar_arm_composite_parameters(gravity=gravity)
     started = time.perf_counter()
-    paired = identify(recordings, regressor, pset, method=method, average=AVERAGE)
+    q, tau, joint = paired_samples(recordings, average=AVERAGE)
+    h = pset.regressor(regressor.stacked(q))
+    estimates = {method: ESTIMATORS[method](pset, h, tau, joint)}
     estimate_s = time.perf_counter() - started
-    estimates = {m: paired if m == method else identify(recordings, regressor, pset, method=m,
-                                                        average=AVERAGE)
-                 for m in METHODS}
-    unpaired = identify(recordings, regressor, pset, method=method, pair_friction=False,
-                        average=AVERAGE)
-    return {"paired": paired, "estimates": estimates, "unpaired": unpaired,
+    estimates.update({m: ESTIMATORS[m](pset, h, tau, joint) for m in METHODS if m != method})
+    q, tau, joint = paired_samples(recordings, pair_friction=False, average=AVERAGE)
+    unpaired = ESTIMATORS[method](pset, pset.regressor(regressor.stacked(q)), tau, joint)
+    return {"method": method, "paired": estimates[method],
+            "estimates": {m: estimates[m] for m in METHODS}, "unpaired": unpaired,
             "regressor": regressor, "pset": pset,
             "sim_s": sim_s, "estimate_s": estimate_s,
             "noise_std": sim.current_noise_std * sim.torque_constants,
             "samples": sum(len(r.positions) for r in recordings)}
-
-
-def _true_model(gravity: float, payload: float) -> tuple[pin.Model, pin.Data]:
-    from humanoid_balance.resources import urdf_path
-    from humanoid_balance.sim.lunar_arm import PAYLOAD_OFFSET
-
-    model = pin.buildModelFromUrdf(str(urdf_path("lunar_arm")))
-    model.gravity.linear = np.array([0.0, 0.0, -gravity])
-    if payload > 0.0:
-        model.appendBodyToJoint(model.njoints - 1, pin.Inertia.FromSphere(payload, 0.02),
-                                pin.SE3(np.eye(3), np.array(PAYLOAD_OFFSET)))
-    return model, model.createData()
 
 
 def validate_on_moon(result: dict[str, Any], *, payload: float, seed: int,
@@ -188,28 +166,34 @@ def validate_on_moon(result: dict[str, Any], *, payload: float, seed: int,
 
     ``pct_paired`` / ``pct_unpaired``: RMSE % of ``result``'s estimates with and
     without friction pairs against the noise-free gravity torque; ``pct_methods``:
-    the same for every method's estimate; ``pct_measured``: against the
-    measured torque, friction-paired and averaged in blocks of ``AVERAGE``, with
-    ``pct_measured_floor`` the true model's RMSE against that measurement.
+    the same for every method's estimate (``pct_paired`` is its ``result["method"]``
+    entry); ``pct_measured``: against the measured torque, friction-paired and
+    averaged in blocks of ``AVERAGE``, with ``pct_measured_floor`` the true
+    model's RMSE against that measurement. Every RMSE is in % of the path's
+    peak noise-free torque ``max_torque``.
     """
+    import pinocchio as pin
+
     from humanoid_balance.core.identification.estimation import pair_passes, rmse_percent_of_peak
-    from humanoid_balance.core.identification.procedure import block_mean, predict
-    from humanoid_balance.sim.lunar_arm import MOON_GRAVITY, LunarArmSim, run_path
+    from humanoid_balance.core.identification.procedure import block_mean, prediction_regressor
+    from humanoid_balance.sim.lunar_arm import MOON_GRAVITY, LunarArmSim, lunar_arm_model, run_path
 
     sim = LunarArmSim(gravity=MOON_GRAVITY, payload=payload, seed=seed + 100,
                       coulomb_friction=FRICTION_COULOMB, viscous_friction=FRICTION_VISCOUS)
-    q, measured, _, direction = run_path(sim, np.radians(VALIDATION_PATH_DEG), speed_rad_s)
-    model, data = _true_model(MOON_GRAVITY, payload)
+    q, measured, direction = run_path(sim, np.radians(VALIDATION_PATH_DEG), speed_rad_s)
+    model = lunar_arm_model(MOON_GRAVITY, payload)
+    data = model.createData()
     truth = np.array([pin.computeGeneralizedGravity(model, data, qk) for qk in q])
-    out: dict[str, Any] = {"q": q, "truth": truth}
-    for key in ("paired", "unpaired"):
-        pred = predict(result[key].values, result["regressor"], result["pset"], q, MOON_GRAVITY)
-        out[f"pred_{key}"] = pred
-        out[f"pct_{key}"] = rmse_percent_of_peak(pred, truth)
-    out["pct_methods"] = {
-        m: rmse_percent_of_peak(predict(est.values, result["regressor"], result["pset"], q,
-                                        MOON_GRAVITY), truth)
-        for m, est in result["estimates"].items()}
+    peak = np.abs(truth).max(axis=0)
+    # the estimates' regressor along the path, at Moon gravity: built once, used by every estimate
+    h_moon = prediction_regressor(result["regressor"], result["pset"], q, MOON_GRAVITY)
+    out: dict[str, Any] = {"q": q, "truth": truth, "max_torque": peak}
+    out["pct_methods"] = {m: rmse_percent_of_peak(h_moon @ est.values, truth)
+                          for m, est in result["estimates"].items()}
+    out["pred_paired"] = h_moon @ result["paired"].values
+    out["pct_paired"] = out["pct_methods"][result["method"]]
+    out["pred_unpaired"] = h_moon @ result["unpaired"].values
+    out["pct_unpaired"] = rmse_percent_of_peak(out["pred_unpaired"], truth)
     # measured, friction-paired torque along the path: pair by path position (arc of joint with
     # the largest travel), as eq. 5 does for the sweeps
     lead = int(np.argmax(np.ptp(q, axis=0)))
@@ -217,15 +201,12 @@ def validate_on_moon(result: dict[str, Any], *, payload: float, seed: int,
     paired = pair_passes(lead, q[fwd], measured[fwd], q[bwd], measured[bwd])
     q_paired = block_mean(paired.positions, AVERAGE)
     tau_paired = block_mean(paired.torques, AVERAGE)
-    pred_paired = predict(result["paired"].values, result["regressor"], result["pset"],
-                          q_paired, MOON_GRAVITY)
+    pred_paired = prediction_regressor(result["regressor"], result["pset"], q_paired,
+                                       MOON_GRAVITY) @ result["paired"].values
     # RMSE % of the Moon path's peak noise-free torque (as the headline), not of the noisy one
-    peak = np.abs(truth).max(axis=0)
-    out["pct_measured"] = 100.0 * np.sqrt(np.mean((pred_paired - tau_paired) ** 2, axis=0)) / peak
+    out["pct_measured"] = rmse_percent_of_peak(pred_paired, tau_paired, peak)
     true_paired = np.array([pin.computeGeneralizedGravity(model, data, qk) for qk in q_paired])
-    out["pct_measured_floor"] = \
-        100.0 * np.sqrt(np.mean((true_paired - tau_paired) ** 2, axis=0)) / peak
-    out["max_torque"] = np.abs(truth).max(axis=0)
+    out["pct_measured_floor"] = rmse_percent_of_peak(true_paired, tau_paired, peak)
     return out
 
 
@@ -263,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the experiment and write ``<out>/identification_moon.json``."""
     from humanoid_balance.resources import urdf_path
     from humanoid_balance.results import write_results
-    from humanoid_balance.sim.lunar_arm import EARTH_GRAVITY, PAYLOAD_MASS, peak_gravity_torque
+    from humanoid_balance.sim.lunar_arm import PAYLOAD_MASS, peak_gravity_torque
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -393,7 +374,8 @@ def _text(values: np.ndarray) -> str:
 
 
 def _true_standard(payload: float) -> np.ndarray:
-    """[m, m c] per link of the true model at Earth gravity (payload merged into link 6)."""
-    model, _ = _true_model(9.81, payload)
-    return np.concatenate([model.inertias[j].toDynamicParameters()[:4]
-                           for j in range(1, model.njoints)])
+    """[m, m c] per link of the true model (payload merged into link 6) [kg], [kg m]."""
+    from humanoid_balance.core.identification.regressor import GravityRegressor
+    from humanoid_balance.sim.lunar_arm import lunar_arm_model
+
+    return GravityRegressor(lunar_arm_model(EARTH_GRAVITY, payload)).standard_parameters()

@@ -5,8 +5,8 @@ the bag with ``rosbags``, cuts the stream into the eq. 11 sweeps (runs where
 one joint moves alone, paired forward/backward), cancels friction (eq. 5)
 and estimates (eq. 10) exactly as the ``identification_executor`` node does
 at the end of a run, so both give the same parameters from the same
-messages. Prints the table and, with ``--out``, writes the same YAML as the
-node.
+messages (same ``--average`` as the node's ``average``). Prints the table
+and, with ``--out``, writes the same YAML as the node.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_balance.core.identification import METHODS
-
-LUNAR_JOINTS = tuple(f"joint{i}" for i in range(1, 7))
+from humanoid_balance.core.identification import (
+    DEFAULT_AVERAGE,
+    EARTH_GRAVITY,
+    LUNAR_JOINTS,
+    METHODS,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,9 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sweep speed of the recording [deg/s] (sets the motion threshold)")
     parser.add_argument("--trim", type=float, default=0.5,
                         help="seconds dropped at the start of each pass")
-    parser.add_argument("--gravity", type=float, default=9.81, help="gravity of the recording")
+    parser.add_argument("--gravity", type=float, default=EARTH_GRAVITY,
+                        help="gravity of the recording [m/s^2]")
     parser.add_argument("--method", choices=METHODS, default="sequential",
                         help="sequential (eq. 10), global, or weighted by each joint's noise")
+    parser.add_argument("--average", type=int, default=DEFAULT_AVERAGE,
+                        help="friction-free samples averaged per block (1: none)")
     parser.add_argument("--torque-source", choices=("effort", "current"), default="effort",
                         help="current: the effort field holds motor current [A], tau = k_e I")
     parser.add_argument("--torque-constants", type=float, nargs="+", default=None,
@@ -50,11 +56,9 @@ def read_joint_stream(bag: Path, topic: str, joints: tuple[str, ...]
 
     Messages that lack one of the joints or a field are skipped.
     """
-    from rosbags.typesys import Stores, get_typestore
+    from humanoid_balance.bag import read_bag, typestore
 
-    from humanoid_balance.bag import read_bag
-
-    store = get_typestore(Stores.LATEST)
+    store = typestore()
     rows: list[tuple[float, list[float], list[float], list[float]]] = []
     for record in read_bag(bag, [topic]):
         msg: Any = store.deserialize_cdr(record.data, record.msgtype)
@@ -80,13 +84,16 @@ def estimate_from_bag(args: argparse.Namespace) -> tuple[Any, int]:
     from humanoid_balance.core.identification.procedure import identify, segment_sweeps
     from humanoid_balance.core.identification.regressor import (
         GravityRegressor,
-        base_parameters,
-        lunar_arm_composite_parameters,
+        identification_parameters,
     )
     from humanoid_balance.exceptions import InvalidInputError
     from humanoid_balance.resources import urdf_path
 
     joints = tuple(args.joints)
+    model = pin.buildModelFromUrdf(args.urdf or str(urdf_path("lunar_arm")))
+    if joints != tuple(model.names[1:]):
+        raise InvalidInputError(f"--joints {list(joints)} must be the URDF's chain "
+                                f"{list(model.names[1:])}, in order")
     t, q, qd, effort = read_joint_stream(args.bag, args.topic, joints)
     if len(t) == 0:
         raise InvalidInputError(f"{args.bag}: no {args.topic} message with position, velocity "
@@ -97,13 +104,12 @@ def estimate_from_bag(args: argparse.Namespace) -> tuple[Any, int]:
         if k_e.shape != (len(joints),):
             raise InvalidInputError(f"--torque-constants needs {len(joints)} values, got {k_e.size}")
         tau = effort * k_e
-    model = pin.buildModelFromUrdf(args.urdf or str(urdf_path("lunar_arm")))
     regressor = GravityRegressor(model, args.gravity)
-    pset = (lunar_arm_composite_parameters(gravity=args.gravity) if joints == LUNAR_JOINTS
-            else base_parameters(regressor))
     recordings = segment_sweeps(t, q, qd, tau, moving_rad_s=0.3 * math.radians(args.speed),
                                 trim_s=args.trim)
-    return identify(recordings, regressor, pset, method=args.method), len(recordings)
+    estimate = identify(recordings, regressor, identification_parameters(regressor),
+                        method=args.method, average=args.average)
+    return estimate, len(recordings)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,12 +128,9 @@ def run(args: argparse.Namespace) -> int:
     for joint, rmse in zip(args.joints, estimate.rmse_per_joint, strict=True):
         print(f"fit RMSE {joint}: {rmse:.4g} N m")
     if args.out is not None:
-        import yaml
-
         from humanoid_balance.core.identification.procedure import results_document
+        from humanoid_balance.results import write_yaml
 
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(yaml.safe_dump(
-            results_document(estimate, args.joints, args.gravity, sweeps), sort_keys=False))
+        write_yaml(args.out, results_document(estimate, args.joints, args.gravity, sweeps))
         print(f"wrote {args.out}")
     return 0

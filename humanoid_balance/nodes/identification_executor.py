@@ -15,7 +15,9 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
   of eq. 12 for each sweep), command them on ``/identification/command``
   (JointState positions and velocities, within the joint limits), record
   ``/joint_states``, and at the end cut the stream into sweeps, cancel
-  friction (eq. 5), estimate (eq. 10), publish ``/identification/parameters``
+  friction (eq. 5), average the friction-free samples in blocks of
+  ``average`` (as ``humanoid-balance identify --average`` and the experiment
+  do), estimate (eq. 10), publish ``/identification/parameters``
   (transient local) and write ``output_path`` (YAML: names, values, units,
   standard deviations, per-joint fit RMSE).
 - ``/identification/cancel`` (Trigger): hold the arm at its measured
@@ -38,7 +40,6 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
@@ -49,12 +50,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 
-from humanoid_balance.core.identification import METHODS
+from humanoid_balance.core.identification import (
+    DEFAULT_AVERAGE,
+    EARTH_GRAVITY,
+    LUNAR_JOINTS,
+    METHODS,
+)
 from humanoid_balance.core.identification.estimation import Estimate
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
-    StaticConfigurationProblem,
-    ga_pso,
+    optimise_static_configurations,
 )
 from humanoid_balance.core.identification.procedure import (
     identify,
@@ -64,8 +69,7 @@ from humanoid_balance.core.identification.procedure import (
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
     ParameterSet,
-    base_parameters,
-    lunar_arm_composite_parameters,
+    identification_parameters,
 )
 from humanoid_balance.core.identification.trajectory import (
     MAX_SPEED_RAD_S,
@@ -82,9 +86,9 @@ from humanoid_balance.nodes.common import (
     run_node,
 )
 from humanoid_balance.resources import urdf_path as package_urdf_path
+from humanoid_balance.results import write_yaml
 
 NODE_NAME = "identification_executor"
-LUNAR_JOINTS = tuple(f"joint{i}" for i in range(1, 7))
 TORQUE_SOURCES = ("effort", "current")
 LIMIT_TOLERANCE_RAD = math.radians(0.5)
 
@@ -106,6 +110,8 @@ def validate(name: str, value: Any) -> str | None:
         return f"torque_constants={list(value)}: expected values > 0 [N m/A]"
     if name == "method" and value not in METHODS:
         return f"method={value!r}: expected one of {', '.join(METHODS)}"
+    if name == "average" and not (isinstance(value, int) and value >= 1):
+        return f"average={value!r}: expected an integer >= 1 (samples per block)"
     return None
 
 
@@ -119,7 +125,7 @@ class IdentificationExecutor(LifecycleNode):
         self.declare_parameter("speed", 3.0)
         self.declare_parameter("torque_source", "effort")
         self.declare_parameter("torque_constants", [1.0] * 6)
-        self.declare_parameter("gravity", 9.81)
+        self.declare_parameter("gravity", EARTH_GRAVITY)
         self.declare_parameter("optimize_configuration", False)
         self.declare_parameter("clearance", 0.01)
         self.declare_parameter("output_path", "identification_results.yaml")
@@ -129,6 +135,7 @@ class IdentificationExecutor(LifecycleNode):
         self.declare_parameter("joint_state_timeout", 0.5)
         self.declare_parameter("trim", 0.5)
         self.declare_parameter("method", "sequential")
+        self.declare_parameter("average", DEFAULT_AVERAGE)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.state = "unconfigured"
         self.message = ""
@@ -162,7 +169,8 @@ class IdentificationExecutor(LifecycleNode):
         """Load the model, collision geometry and parameter set; create topics and services."""
         try:
             for name in ("speed", "torque_source", "gravity", "clearance", "rate",
-                         "sweep_half_range", "torque_constants", "method"):
+                         "sweep_half_range", "torque_constants", "method", "trim",
+                         "joint_state_timeout", "average"):
                 reason = validate(name, self._p(name))
                 if reason is not None:
                     raise HumanoidBalanceError(reason)
@@ -174,9 +182,7 @@ class IdentificationExecutor(LifecycleNode):
                     f"arm_joints {list(self.joints)} must be the URDF's chain "
                     f"{list(model.names[1:])}, in order")
             self.regressor = GravityRegressor(model, float(self._p("gravity")))
-            self.pset: ParameterSet = (lunar_arm_composite_parameters(
-                gravity=float(self._p("gravity"))) if self.joints == LUNAR_JOINTS
-                else base_parameters(self.regressor))
+            self.pset: ParameterSet = identification_parameters(self.regressor)
             self.clearance = ClearanceChecker(urdf, model)
             n = len(self.joints)
             static = np.radians(np.asarray(self._p("static_configuration"), float))
@@ -226,22 +232,16 @@ class IdentificationExecutor(LifecycleNode):
     def _optimised_statics(self, static: np.ndarray, ranges: Sequence[tuple[float, float]]
                            ) -> list[np.ndarray]:
         """Eq. 12 by GA-PSO for every sweep (kept only where it beats ``static_configuration``)."""
-        statics = []
-        for j, sweep_range in enumerate(ranges):
-            problem = StaticConfigurationProblem(self.regressor, self.pset, j, sweep_range,
+        choices = optimise_static_configurations(self.regressor, self.pset, static, ranges,
                                                  self.clearance,
                                                  epsilon=float(self._p("clearance")))
-            best = ga_pso(problem.objective, problem.bounds)
-            chosen = static.copy()
-            if best.objective < problem.objective(static[problem.free]):
-                chosen[problem.free] = best.x
-            excitation = problem.evaluate(chosen[problem.free])
+        for joint, choice in zip(self.joints, choices, strict=True):
+            excitation = choice.chosen
             self.get_logger().info(
-                f"sweep of {self.joints[j]}: static {np.round(np.degrees(chosen), 1).tolist()} deg, "
+                f"sweep of {joint}: static {np.round(np.degrees(choice.static), 1).tolist()} deg, "
                 f"Q {excitation.q_range:.3f}, condition number {excitation.condition_number:.2f}, "
                 f"clearance {excitation.min_clearance * 1e3:.1f} mm")
-            statics.append(chosen)
-        return statics
+        return [choice.static for choice in choices]
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the command and diagnostics timers."""
@@ -411,15 +411,15 @@ class IdentificationExecutor(LifecycleNode):
                 moving_rad_s=0.3 * math.radians(float(self._p("speed"))),
                 trim_s=float(self._p("trim")))
             self.estimate = identify(recordings, self.regressor, self.pset,
-                                     method=str(self._p("method")))
+                                     method=str(self._p("method")), average=int(self._p("average")))
         except (HumanoidBalanceError, ValueError) as exc:
             self.state, self.message = "failed", f"estimation failed: {exc}"
             self.get_logger().error(self.message)
             return
         self._publish_parameters(self.estimate)
         path = Path(str(self._p("output_path")))
-        write_results_yaml(path, self.estimate, self.joints, float(self._p("gravity")),
-                           len(recordings))
+        write_yaml(path, results_document(self.estimate, self.joints, float(self._p("gravity")),
+                                          len(recordings)))
         self.state, self.message = "done", f"parameters written to {path}"
         self.get_logger().info(self.message)
 
@@ -434,20 +434,11 @@ class IdentificationExecutor(LifecycleNode):
         point = self._point
         values: dict[str, Any] = {"state": self.state}
         if point is not None and self.state == "running":
-            values.update(joint=self.joints[point.joint], pass_=point.phase,
-                          percent=round(point.percent, 1))
-            values["pass"] = values.pop("pass_")
+            values.update({"joint": self.joints[point.joint], "pass": point.phase,
+                           "percent": round(point.percent, 1)})
         level = {"failed": ERROR, "cancelled": WARN}.get(self.state, OK)
         status = diagnostic_status(f"{NODE_NAME}: progress", level, self.message, values)
         self.pub_diag.publish(diagnostic_array(self, [status]))
-
-
-def write_results_yaml(path: Path, estimate: Estimate, joints: Sequence[str], gravity: float,
-                       sweeps: int) -> None:
-    """Write the estimate as YAML: names, values, units, std, per-joint fit RMSE."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(results_document(estimate, joints, gravity, sweeps),
-                                   sort_keys=False))
 
 
 def main(args: Sequence[str] | None = None) -> int:

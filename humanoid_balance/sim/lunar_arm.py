@@ -15,17 +15,21 @@ on ``urdf/lunar_arm.urdf`` (fixed base) with
   the peak of the *unloaded* arm at *Earth* gravity (over random
   configurations), whatever the payload and the gravity of this simulation
   (``noise_reference_torque`` overrides it);
-- an optional 0.3 kg payload at the hand (``link6``, 0.08 m along +y6);
+- an optional 0.3 kg payload at the hand (``link6``, 0.08 m along +y6, a
+  solid sphere of radius ``PAYLOAD_RADIUS``);
 - gravity a parameter (Earth 9.81, Moon 9.81 / 6);
 - contacts off (the arm's clearance is the planner's job, not the physics').
 
-:class:`LunarArmRosAdapter` / :func:`spin_ros_adapter` (import rclpy lazily)
-serve the simulation on ``/joint_states`` and follow ``/identification/command``,
+:func:`lunar_arm_model` is the same arm and payload as a pinocchio model (the
+true model the identification is checked against).
+:class:`LunarArmRosAdapter` (imports rclpy lazily) serves the simulation on
+``/joint_states`` on a given node and follows ``/identification/command``,
 for tests and demos.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -37,6 +41,7 @@ import numpy as np
 import pinocchio as pin
 
 from humanoid_balance.core.identification.procedure import SweepRecording
+from humanoid_balance.core.identification.regressor import EARTH_GRAVITY, random_configurations
 from humanoid_balance.core.identification.trajectory import Sweep
 from humanoid_balance.exceptions import InvalidInputError
 from humanoid_balance.resources import urdf_path
@@ -44,31 +49,60 @@ from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGa
 
 #: seed 004 Table 6: mean noise amplitude / max torque per joint (hardware)
 TABLE6_NOISE_RATIO = (0.13, 0.12, 0.21, 0.19, 0.90, 1.0)
-#: the paper's payload [kg] and where we put it in link6 [m]
+#: the paper's payload [kg], where we put it in link6 [m] and its radius (a solid sphere) [m]
 PAYLOAD_MASS = 0.3
 PAYLOAD_OFFSET = (0.0, 0.08, 0.0)
-EARTH_GRAVITY = 9.81
+PAYLOAD_RADIUS = 0.02
 MOON_GRAVITY = EARTH_GRAVITY / 6.0
 #: servo gains of the arm (a stiff position servo; armature of a geared joint)
 LUNAR_GAINS: tuple[tuple[str, ServoGains], ...] = (("", ServoGains(400.0, 20.0, 0.02)),)
 
 
-def peak_gravity_torque(urdf: Path, gravity: float, payload: float = 0.0,
-                        samples: int = 2000, seed: int = 0) -> np.ndarray:
-    """Largest |G_i(q)| per joint [N m] over random configurations within the limits."""
-    model = pin.buildModelFromUrdf(str(urdf))
+def payload_inertia(payload: float) -> pin.Inertia:
+    """The payload's spatial inertia about its centre: a solid sphere of ``PAYLOAD_RADIUS``."""
+    return pin.Inertia.FromSphere(payload, PAYLOAD_RADIUS)
+
+
+def lunar_arm_model(gravity: float = EARTH_GRAVITY, payload: float = 0.0,
+                    urdf: str | Path | None = None) -> pin.Model:
+    """The arm as a pinocchio model at ``gravity`` [m/s^2], with ``payload`` [kg] at the hand.
+
+    The payload is the simulation's (:class:`LunarArmSim`): a solid sphere at
+    ``PAYLOAD_OFFSET`` in ``link6``, merged into joint 6's inertia.
+
+    Args:
+        gravity: magnitude of gravity along the world's -z [m/s^2].
+        payload: payload mass [kg] (0 for none).
+        urdf: the arm's URDF (default: the package's lunar_arm.urdf).
+    """
+    model = pin.buildModelFromUrdf(str(urdf if urdf is not None else urdf_path("lunar_arm")))
     model.gravity.linear = np.array([0.0, 0.0, -gravity])
     if payload > 0.0:
-        model.appendBodyToJoint(model.njoints - 1, pin.Inertia.FromSphere(payload, 0.02),
+        model.appendBodyToJoint(model.njoints - 1, payload_inertia(payload),
                                 pin.SE3(np.eye(3), np.array(PAYLOAD_OFFSET)))
+    return model
+
+
+def peak_gravity_torque(urdf: str | Path, gravity: float, payload: float = 0.0,
+                        samples: int = 2000, seed: int = 0) -> np.ndarray:
+    """Largest |G_i(q)| per joint [N m] over random configurations within the limits.
+
+    Cached per (URDF path, gravity, payload, samples, seed): every
+    :class:`LunarArmSim` needs the Earth peak of the unloaded arm. The URDF
+    file is read once per path.
+    """
+    return _peak_gravity_torque(str(urdf), float(gravity), float(payload), samples, seed).copy()
+
+
+@functools.lru_cache(maxsize=16)
+def _peak_gravity_torque(urdf: str, gravity: float, payload: float, samples: int,
+                         seed: int) -> np.ndarray:
+    model = lunar_arm_model(gravity, payload, urdf)
     data = model.createData()
-    rng = np.random.default_rng(seed)
-    lower = np.maximum(model.lowerPositionLimit, -np.pi)
-    upper = np.minimum(model.upperPositionLimit, np.pi)
     peak = np.zeros(model.nv)
-    for _ in range(samples):
-        g = pin.computeGeneralizedGravity(model, data, rng.uniform(lower, upper))
-        peak = np.maximum(peak, np.abs(g))
+    for q in random_configurations(model, samples, seed):
+        peak = np.maximum(peak, np.abs(pin.computeGeneralizedGravity(model, data, q)))
+    peak.setflags(write=False)  # shared by the cache: callers get copies
     return peak
 
 
@@ -146,10 +180,9 @@ class LunarArmSim(MujocoRobotSim):
             body = hand.add_body(name="payload", pos=list(PAYLOAD_OFFSET))
             body.mass = self.payload
             body.ipos = [0.0, 0.0, 0.0]  # the CoM at the body's origin
-            inertia = 2.0 / 5.0 * self.payload * 0.02**2
-            body.inertia = [inertia] * 3
+            body.inertia = np.diag(payload_inertia(self.payload).inertia).tolist()
             body.explicitinertial = True
-            body.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.02, 0, 0],
+            body.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[PAYLOAD_RADIUS, 0, 0],
                           contype=0, conaffinity=0, mass=0.0)
 
     def true_torque(self) -> np.ndarray:
@@ -198,15 +231,16 @@ def run_sweep(sim: LunarArmSim, sweep: Sweep, *, record_every: int = 1, trim_s: 
     return recording
 
 
-def run_path(sim: LunarArmSim, path: np.ndarray, speed: float, *, record_every: int = 1,
-             update_every: int = 10, trim_s: float = 0.5, settle_s: float = 0.5,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def run_path(sim: LunarArmSim, path: np.ndarray, speed: float, *, update_every: int = 10,
+             trim_s: float = 0.5, settle_s: float = 0.5,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Follow a joint-space path there and back at ``speed`` (the fastest joint's) [rad/s].
 
     ``path`` (K, 6) waypoints are linearly interpolated; the arm goes from the
     first to the last waypoint and returns the same way, so every q is passed
-    with opposite velocities (for eq. 5 pairing). Returns positions [rad],
-    measured torques [N m], noise-free servo torques [N m] and direction (+1/-1).
+    with opposite velocities (for eq. 5 pairing). Every physics step after the
+    first ``trim_s`` seconds of each way is recorded. Returns positions [rad]
+    (N, 6), measured torques [N m] (N, 6) and direction (+1/-1) (N,).
     """
     path = np.asarray(path, dtype=float)
     seg = np.abs(np.diff(path, axis=0)).max(axis=1)
@@ -216,7 +250,7 @@ def run_path(sim: LunarArmSim, path: np.ndarray, speed: float, *, record_every: 
     sim.settle(settle_s)
     dt = sim.timestep * update_every
     trim = round(trim_s / sim.timestep)
-    out: list[list[np.ndarray]] = [[], [], [], []]
+    out: list[list[np.ndarray]] = [[], [], []]
     names = list(sim.joint_names)
     for direction in (1.0, -1.0):
         chunks = round(duration / dt)
@@ -230,13 +264,12 @@ def run_path(sim: LunarArmSim, path: np.ndarray, speed: float, *, record_every: 
             for k in range(update_every):
                 sim.step(1)
                 step_index = c * update_every + k
-                if step_index >= trim and step_index % record_every == 0:
+                if step_index >= trim:
                     state = sim.joint_state()
                     out[0].append(state.position)
                     out[1].append(state.effort)
-                    out[2].append(sim.true_torque())
-                    out[3].append(np.array(direction))
-    return np.array(out[0]), np.array(out[1]), np.array(out[2]), np.array(out[3])
+                    out[2].append(np.array(direction))
+    return np.array(out[0]), np.array(out[1]), np.array(out[2])
 
 
 class LunarArmRosAdapter:
@@ -261,7 +294,6 @@ class LunarArmRosAdapter:
         self.sub = node.create_subscription(JointState, command_topic, self._on_command, 10)
         self.steps = max(1, round(real_time_factor / rate_hz / sim.timestep))
         self.timer = node.create_timer(1.0 / rate_hz, self._on_timer)
-        self.commands = 0
 
     def _on_command(self, msg: Any) -> None:
         velocities = list(msg.velocity) if len(msg.velocity) == len(msg.name) else None
@@ -269,7 +301,6 @@ class LunarArmRosAdapter:
             with self.lock:
                 self.sim.set_targets(list(msg.name), positions=list(msg.position),
                                      velocities=velocities)
-            self.commands += 1
         except (InvalidInputError, KeyError) as exc:
             self.node.get_logger().warning(f"command ignored: {exc}", throttle_duration_sec=2.0)
 
@@ -291,23 +322,3 @@ class LunarArmRosAdapter:
         self.node.destroy_subscription(self.sub)
         self.node.destroy_publisher(self.pub)
 
-
-def spin_ros_adapter(sim: LunarArmSim, node_name: str = "lunar_arm_sim",
-                     rate_hz: float = 200.0, real_time_factor: float = 1.0,
-                     stop: threading.Event | None = None, context: Any = None) -> None:
-    """Serve ``sim`` over ROS on a node of its own until ``stop`` is set (blocks: run in a thread)."""
-    import rclpy  # lazy: the simulation itself is ROS-free
-    from rclpy.executors import SingleThreadedExecutor
-
-    stop = stop or threading.Event()
-    node = rclpy.create_node(node_name, context=context)
-    adapter = LunarArmRosAdapter(node, sim, rate_hz=rate_hz, real_time_factor=real_time_factor)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    try:
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-    finally:
-        adapter.close()
-        executor.remove_node(node)
-        node.destroy_node()

@@ -112,6 +112,29 @@ def test_configure_refuses_speed_above_3_deg_s(rclpy_context: Any) -> None:
         h.close()
 
 
+@pytest.mark.parametrize("override", [{"trim": -1.0}, {"joint_state_timeout": -0.5},
+                                      {"average": 0}])
+def test_configure_refuses_negative_times_and_empty_blocks(rclpy_context: Any,
+                                                           override: dict[str, Any]) -> None:
+    """configure fails with trim: -1, joint_state_timeout: -0.5 or average: 0 from a parameter file."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context, override, with_sim=False)
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    finally:
+        h.close()
+
+
+def test_average_and_trim_are_validated_when_set() -> None:
+    """validate() gives the reason for a bad average or trim, and None for good ones."""
+    from humanoid_balance.nodes.identification_executor import validate
+
+    assert validate("average", 0) == "average=0: expected an integer >= 1 (samples per block)"
+    assert validate("trim", -1.0) == "trim=-1.0: expected a finite value >= 0"
+    assert (validate("average", 10), validate("trim", 0.5)) == (None, None)
+
+
 def test_package_config_file_configures_the_node(rclpy_context: Any, repo_root: Path) -> None:
     """config/identification.yaml holds only declared, valid parameters: configure succeeds."""
     import yaml
@@ -199,7 +222,7 @@ def test_start_cancel_restart_and_bag_agree(fast_harness: Harness, tmp_path: Pat
     args = argparse.Namespace(bag=tmp_path / "bag", topic="/joint_states", urdf="",
                               joints=[f"joint{i}" for i in range(1, 7)], speed=3.0, trim=0.2,
                               gravity=9.81, method="sequential", torque_source="effort",
-                              torque_constants=None)
+                              torque_constants=None, average=10)
     offline, sweeps = estimate_from_bag(args)
     assert (doc["sweeps"], sweeps) == (6, 6)
     assert offline.values.tolist() == pytest.approx(values.tolist(), rel=1e-9)
@@ -259,3 +282,31 @@ def test_identify_app_reports_a_missing_bag(tmp_path: Path, capsys: Any) -> None
     add_arguments(parser)
     assert run(parser.parse_args([str(tmp_path / "nothing")])) == 1
     assert "cannot open bag" in capsys.readouterr().out
+
+
+def test_identify_app_refuses_joints_out_of_chain_order(tmp_path: Path, capsys: Any) -> None:
+    """`humanoid-balance identify --joints` not in the URDF's chain order prints why and returns 1."""
+    import argparse
+
+    from humanoid_balance.apps.identify import add_arguments, run
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    joints = [f"joint{i}" for i in (2, 1, 3, 4, 5, 6)]
+    assert run(parser.parse_args([str(tmp_path / "nothing"), "--joints", *joints])) == 1
+    assert "must be the URDF's chain ['joint1', 'joint2'" in capsys.readouterr().out
+
+
+def test_identify_app_averages_as_the_node_by_default(repo_root: Path) -> None:
+    """`identify` averages blocks of 10 by default, as the node's `average` parameter."""
+    import argparse
+
+    import yaml
+
+    from humanoid_balance.apps.identify import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    config = yaml.safe_load((repo_root / "config" / "identification.yaml").read_text())
+    node_average = config["identification_executor"]["ros__parameters"]["average"]
+    assert parser.parse_args(["bag"]).average == node_average == 10

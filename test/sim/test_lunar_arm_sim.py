@@ -19,9 +19,13 @@ from humanoid_balance.exceptions import InvalidInputError
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.sim.lunar_arm import (
     MOON_GRAVITY,
+    PAYLOAD_OFFSET,
+    PAYLOAD_RADIUS,
     TABLE6_NOISE_RATIO,
     LunarArmSim,
+    lunar_arm_model,
     peak_gravity_torque,
+    run_path,
     run_sweep,
 )
 
@@ -58,6 +62,50 @@ def test_moon_gravity_scales_torque() -> None:
 def test_payload_adds_0_3_kg() -> None:
     """The payload option adds 0.3 kg to the model."""
     assert LunarArmSim(payload=0.3).total_mass - LunarArmSim().total_mass == pytest.approx(0.3)
+
+
+def test_payload_static_torque_is_the_true_models() -> None:
+    """With the 0.3 kg payload on the Moon, the static torque is lunar_arm_model's G(q)."""
+    sim = LunarArmSim(gravity=MOON_GRAVITY, payload=0.3, torque_noise_ratio=QUIET)
+    _hold(sim, Q)
+    state = sim.joint_state()
+    model = lunar_arm_model(MOON_GRAVITY, 0.3)
+    expected = pin.computeGeneralizedGravity(model, model.createData(), state.position)
+    assert state.effort == pytest.approx(expected, abs=1e-6)
+
+
+def test_payload_is_the_same_sphere_in_mujoco_and_pinocchio() -> None:
+    """The simulated payload body and the true model's link 6 gain the same mass, CoM and inertia."""
+    sim = LunarArmSim(payload=0.3)
+    body = sim.model.body("payload")
+    assert (body.mass[0], body.pos.tolist()) == (0.3, list(PAYLOAD_OFFSET))
+    sphere = 2.0 / 5.0 * 0.3 * PAYLOAD_RADIUS**2  # solid sphere about its centre
+    assert body.inertia == pytest.approx([sphere] * 3, rel=1e-12)
+    added = lunar_arm_model(payload=0.3).inertias[6].toDynamicParameters() \
+        - lunar_arm_model().inertias[6].toDynamicParameters()
+    assert added[:4] == pytest.approx([0.3, 0.0, 0.3 * PAYLOAD_OFFSET[1], 0.0], abs=1e-15)
+
+
+def test_peak_gravity_torque_is_cached_and_copied() -> None:
+    """A second call returns the same peak without recomputing; changing one copy leaves the cache."""
+    urdf = urdf_path("lunar_arm")
+    first = peak_gravity_torque(urdf, 9.81)
+    first[:] = 0.0
+    second = peak_gravity_torque(str(urdf), 9.81)
+    assert np.all(second > 0.0)
+    assert second == pytest.approx(LunarArmSim().noise_reference_torque, rel=0.0, abs=0.0)
+
+
+def test_run_path_returns_positions_torques_and_direction() -> None:
+    """run_path there and back: (N, 6) positions and torques, directions +1 then -1, along the path."""
+    sim = LunarArmSim(torque_noise_ratio=QUIET)
+    path = np.array([Q, Q + np.radians(1.0)])
+    q, tau, direction = run_path(sim, path, np.radians(3.0), trim_s=0.05, settle_s=0.1)
+    assert q.shape == tau.shape == (len(direction), 6)
+    assert direction[0] == 1.0 and direction[-1] == -1.0
+    assert np.all(np.diff(direction) <= 0.0)  # one way, then the other
+    sag = np.radians(0.5)  # the stiff servo's error under gravity
+    assert np.all((q >= Q - sag) & (q <= Q + np.radians(1.0) + sag))
 
 
 def test_friction_adds_coulomb_and_viscous_torque() -> None:

@@ -202,7 +202,7 @@ class PairedPass:
 
 def pair_passes(
     joint: int, q_forward: np.ndarray, tau_forward: np.ndarray,
-    q_backward: np.ndarray, tau_backward: np.ndarray, samples: int | None = None,
+    q_backward: np.ndarray, tau_backward: np.ndarray,
 ) -> PairedPass:
     """Cancel friction with a forward and a backward pass through the same q (eq. 5).
 
@@ -217,8 +217,6 @@ def pair_passes(
         tau_forward: torques of the forward pass [N m], (N, n).
         q_backward: positions of the backward pass [rad], (M, n).
         tau_backward: torques of the backward pass [N m], (M, n).
-        samples: resample to this many angles evenly spaced in the common
-            range (default: the forward samples inside it).
 
     Raises:
         InvalidInputError: shapes differ, values are not finite, or the passes do not overlap.
@@ -238,10 +236,7 @@ def pair_passes(
             f"the passes of joint {joint + 1} do not overlap: forward covers "
             f"[{af.min():.4f}, {af.max():.4f}] rad, backward [{ab.min():.4f}, {ab.max():.4f}] rad")
     order_f, order_b = np.argsort(af, kind="stable"), np.argsort(ab, kind="stable")
-    if samples is None:
-        angles = af[(af >= low) & (af <= high)]
-    else:
-        angles = np.linspace(low, high, samples)
+    angles = af[(af >= low) & (af <= high)]
     n = qf.shape[1]
     q = np.column_stack([np.interp(angles, af[order_f], qf[order_f, k]) for k in range(n)])
     q[:, joint] = angles
@@ -250,9 +245,22 @@ def pair_passes(
     return PairedPass(q, 0.5 * (fwd + bwd))
 
 
-def rmse_percent_of_peak(predicted: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Per-joint RMSE as % of the joint's peak |reference| torque (eq. 18 over Table 3's max)."""
+def rmse_percent_of_peak(predicted: np.ndarray, reference: np.ndarray,
+                         peak: np.ndarray | None = None) -> np.ndarray:
+    """Per-joint RMSE as % of the joint's peak torque (eq. 18 over Table 3's max).
+
+    Args:
+        predicted: predicted torques [N m], (N, n).
+        reference: reference torques [N m], (N, n).
+        peak: each joint's peak torque [N m], (n,) (default: the peak |reference|);
+            pass the noise-free peak when ``reference`` is a noisy measurement.
+
+    Returns:
+        ``100 * RMSE_j / peak_j`` per joint [%] (NaN where the peak is 0).
+    """
     predicted, reference = np.asarray(predicted, float), np.asarray(reference, float)
     rmse = np.sqrt(np.mean((predicted - reference) ** 2, axis=0))
-    peak = np.abs(reference).max(axis=0)
+    peak = np.abs(reference).max(axis=0) if peak is None else np.asarray(peak, float)
+    if peak.shape != rmse.shape:
+        raise InvalidInputError(f"{peak.shape=} but the torques have {rmse.shape[0]} joints")
     return np.asarray(100.0 * rmse / np.where(peak > 0, peak, np.nan))

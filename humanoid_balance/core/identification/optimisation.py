@@ -20,6 +20,8 @@ torso and an environment box (a table). Two solvers of the same objective:
 
 Both minimise the paper's evaluation ``W = 1 / (1 + Q)`` (eq. 13), with
 ``W = 1 + violation`` for configurations that break the clearance.
+:func:`optimise_static_configurations` runs GA-PSO for every sweep and keeps
+its solution only where it beats a default configuration.
 """
 
 from __future__ import annotations
@@ -233,6 +235,56 @@ def ga_pso(
         if p_cost[g] < g_cost:
             g_best, g_cost = p_best[g].copy(), float(p_cost[g])
     return OptimisationResult(g_best, g_cost, count, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class StaticChoice:
+    """The static configuration of one sweep (eq. 12) and its excitation.
+
+    Attributes:
+        static: configuration [rad], (n,): GA-PSO's angles for the other joints
+            when ``optimised``, else the default's (the sweeping joint's entry is
+            always the default's).
+        default: excitation of the default configuration.
+        chosen: excitation of ``static``.
+        optimised: GA-PSO's solution had a lower ``W`` than the default and was kept.
+    """
+
+    static: np.ndarray
+    default: Excitation
+    chosen: Excitation
+    optimised: bool
+
+
+def optimise_static_configurations(
+    regressor: GravityRegressor, pset: ParameterSet, default: np.ndarray,
+    ranges: Sequence[tuple[float, float]], clearance: ClearanceChecker, *,
+    epsilon: float = 0.01, seed: int = 0,
+) -> list[StaticChoice]:
+    """Eq. 12 by GA-PSO for the sweep of each joint, kept only where it beats ``default``.
+
+    Args:
+        regressor: the arm's gravity regressor.
+        pset: the parameter set (gives each joint's columns).
+        default: the configuration held without optimisation [rad], (n,).
+        ranges: (start, end) of each joint's sweep [rad], joint 1 first.
+        clearance: the checker of eq. 12's distance constraints.
+        epsilon: smallest allowed distance [m].
+        seed: seed of GA-PSO (the same for every sweep).
+    """
+    default = np.asarray(default, float)
+    choices = []
+    for joint, sweep_range in enumerate(ranges):
+        problem = StaticConfigurationProblem(regressor, pset, joint, sweep_range, clearance,
+                                             epsilon=epsilon)
+        best = ga_pso(problem.objective, problem.bounds, seed=seed)
+        static = default.copy()
+        optimised = best.objective < problem.objective(default[problem.free])
+        if optimised:
+            static[problem.free] = best.x
+        choices.append(StaticChoice(static, problem.evaluate(default[problem.free]),
+                                    problem.evaluate(static[problem.free]), bool(optimised)))
+    return choices
 
 
 def differential_evolution(

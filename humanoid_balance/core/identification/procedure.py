@@ -4,13 +4,16 @@ A :class:`SweepRecording` holds the samples of one joint's sweep (positions,
 measured torques, pass direction); :func:`identify` cancels friction by
 pairing each sweep's forward and backward passes (eq. 5), stacks the
 regressor of the chosen parameter set and solves eq. 10 (or the global
-least squares). :func:`predict` gives the torques of the estimate at any
-gravity (``G`` scales with g).
+least squares), with the estimator of ``ESTIMATORS[method]``.
+:func:`predict` gives the torques of the estimate at any gravity (``G``
+scales with g); :func:`results_document` is the results file's content that the
+``identification_executor`` node and ``humanoid-balance identify`` write
+(:func:`humanoid_balance.results.write_yaml`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +28,24 @@ from humanoid_balance.core.identification.estimation import (
 )
 from humanoid_balance.core.identification.regressor import GravityRegressor, ParameterSet
 from humanoid_balance.exceptions import InsufficientSamplesError, InvalidInputError
+
+#: an estimator: (parameter set, regressors (N, n, p), friction-free torques [N m] (N, n),
+#: sweeping joint of each sample (N,)) -> estimate
+Estimator = Callable[[ParameterSet, np.ndarray, np.ndarray, np.ndarray], Estimate]
+
+
+def _global(pset: ParameterSet, h: np.ndarray, tau: np.ndarray, sweep_joint: np.ndarray
+            ) -> Estimate:
+    """:func:`estimate_global` as an :data:`Estimator` (it uses every sample of every sweep)."""
+    return estimate_global(pset, h, tau)
+
+
+#: the estimator of each of ``METHODS``
+ESTIMATORS: dict[str, Estimator] = {
+    "sequential": estimate_sequential,
+    "global": _global,
+    "weighted": estimate_weighted,
+}
 
 
 @dataclass
@@ -76,8 +97,11 @@ def paired_samples(recordings: Sequence[SweepRecording], pair_friction: bool = T
     noise is averaged as before, with a tenth of the regressor evaluations.
 
     Raises:
+        InvalidInputError: ``average`` < 1.
         InsufficientSamplesError: a sweep lacks a forward or a backward pass.
     """
+    if average < 1:
+        raise InvalidInputError(f"average={average}: expected a block of >= 1 samples")
     qs, taus, joints = [], [], []
     for rec in recordings:
         q, tau, direction = rec.arrays()
@@ -120,12 +144,17 @@ def identify(
     if method not in METHODS:
         raise InvalidInputError(f"method={method!r}: expected one of {', '.join(METHODS)}")
     q, tau, joint = paired_samples(recordings, pair_friction, average)
-    h = pset.regressor(regressor.stacked(q))
-    if method == "sequential":
-        return estimate_sequential(pset, h, tau, joint)
-    if method == "weighted":
-        return estimate_weighted(pset, h, tau, joint)
-    return estimate_global(pset, h, tau)
+    return ESTIMATORS[method](pset, pset.regressor(regressor.stacked(q)), tau, joint)
+
+
+def prediction_regressor(regressor: GravityRegressor, pset: ParameterSet, positions: np.ndarray,
+                         gravity: float | None = None) -> np.ndarray:
+    """``H`` (N, n, p) at ``positions`` scaled to ``gravity`` [m/s^2]: torques = ``H @ phi``.
+
+    Build it once to predict the torques of several estimates along the same path.
+    """
+    scale = 1.0 if gravity is None else gravity / regressor.gravity
+    return np.asarray(pset.regressor(regressor.stacked(positions)) * scale)
 
 
 def predict(estimate_values: np.ndarray, regressor: GravityRegressor, pset: ParameterSet,
@@ -135,9 +164,7 @@ def predict(estimate_values: np.ndarray, regressor: GravityRegressor, pset: Para
     Every gravity torque is proportional to g, so moving the estimate to
     another gravity (Earth -> Moon) scales it by ``gravity / regressor.gravity``.
     """
-    h = pset.regressor(regressor.stacked(positions))
-    scale = 1.0 if gravity is None else gravity / regressor.gravity
-    return np.asarray(h @ estimate_values) * scale
+    return np.asarray(prediction_regressor(regressor, pset, positions, gravity) @ estimate_values)
 
 
 def segment_sweeps(

@@ -19,6 +19,9 @@ inertia columns are then zero and are dropped). Not every combination of
   configurations (independent columns, dependent ones regrouped onto them);
 - :func:`lunar_arm_composite_parameters`: the paper's 12 composite gravity
   parameters of the seed-004 arm (eq. 8), in N m.
+
+:func:`identification_parameters` picks the second for the lunar arm's
+chain and the first for any other.
 """
 
 from __future__ import annotations
@@ -29,13 +32,12 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from humanoid_balance.core.identification import EARTH_GRAVITY, LUNAR_JOINTS
 from humanoid_balance.exceptions import InvalidInputError, ModelError
 
 #: standard gravity parameters per link, in pinocchio's dynamic-parameter order
 STANDARD_PER_LINK = ("m", "mcx", "mcy", "mcz")
 STANDARD_UNITS = ("kg", "kg m", "kg m", "kg m")
-#: magnitude of Earth's gravity [m/s^2]
-EARTH_GRAVITY = 9.81
 
 
 class GravityRegressor:
@@ -256,3 +258,14 @@ def lunar_arm_composite_parameters(
         "m6*g*lx6", "m6*g*ly6",
     )
     return ParameterSet(names, ("N m",) * 12, matrix, tuple(i // 2 for i in range(12)))
+
+
+def identification_parameters(regressor: GravityRegressor) -> ParameterSet:
+    """The parameter set to identify: eq. 8's for the lunar arm, the QR base set otherwise.
+
+    The lunar arm is recognised by its chain (``LUNAR_JOINTS``, in order); its
+    composite parameters are expressed at ``regressor.gravity``.
+    """
+    if regressor.joint_names == LUNAR_JOINTS:
+        return lunar_arm_composite_parameters(gravity=regressor.gravity)
+    return base_parameters(regressor)

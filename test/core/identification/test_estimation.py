@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -11,6 +13,7 @@ from humanoid_balance.core.identification.estimation import (
     estimate_sequential,
     estimate_weighted,
     pair_passes,
+    rmse_percent_of_peak,
 )
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
@@ -175,3 +178,25 @@ def test_nan_torques_are_refused(regressor: GravityRegressor) -> None:
     tau[3, 2] = np.nan
     with pytest.raises(InvalidInputError, match="NaN or inf"):
         estimate_sequential(comp, h, tau, joint)
+
+
+def test_rmse_percent_of_peak_defaults_to_the_reference_peak() -> None:
+    """RMSE % of each joint's peak |reference|: residuals 0.1 and 0.2, peaks 2 and 4 -> 5 %."""
+    reference = np.array([[2.0, -4.0], [1.0, 1.0]])
+    predicted = reference + np.array([[0.1, 0.2], [-0.1, -0.2]])
+    assert rmse_percent_of_peak(predicted, reference) == pytest.approx([5.0, 5.0])
+
+
+def test_rmse_percent_of_peak_takes_a_given_peak() -> None:
+    """With ``peak`` (a noisy reference's noise-free peak) the RMSE is in % of that peak."""
+    reference = np.array([[2.0, -4.0], [1.0, 1.0]])
+    predicted = reference + np.array([[0.1, 0.2], [-0.1, -0.2]])
+    assert rmse_percent_of_peak(predicted, reference, np.array([1.0, 10.0])) == pytest.approx(
+        [10.0, 2.0])
+
+
+def test_rmse_percent_of_peak_refuses_a_peak_per_wrong_joint_count() -> None:
+    """A peak of 3 joints for torques of 2 raises InvalidInputError saying both."""
+    with pytest.raises(InvalidInputError,
+                       match=re.escape("peak.shape=(3,) but the torques have 2 joints")):
+        rmse_percent_of_peak(np.zeros((4, 2)), np.ones((4, 2)), np.ones(3))

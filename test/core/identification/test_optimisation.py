@@ -13,9 +13,11 @@ from humanoid_balance.apps.experiment_identification import (
 )
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
+    Excitation,
     StaticConfigurationProblem,
     differential_evolution,
     ga_pso,
+    optimise_static_configurations,
 )
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
@@ -86,3 +88,35 @@ def test_de_and_ga_pso_reach_the_same_objective(
     a = ga_pso(problem.objective, problem.bounds)
     b = differential_evolution(problem.objective, problem.bounds)
     assert a.objective == pytest.approx(b.objective, abs=1e-3)
+
+
+def test_optimised_statics_keep_gapso_where_it_beats_the_default(
+        setup: tuple[GravityRegressor, ClearanceChecker]) -> None:
+    """For joint 6's sweep GA-PSO's configuration is kept: more range Q, default sweep angle."""
+    regressor, clearance = setup
+    choice = optimise_static_configurations(regressor, lunar_arm_composite_parameters(), STATIC,
+                                            RANGES, clearance)[5]
+    assert choice.optimised
+    assert choice.chosen.q_range > choice.default.q_range
+    assert choice.static[5] == STATIC[5]
+    _assert_same_excitation(choice.chosen, _problem(setup, 5).evaluate(choice.static[:5]))
+
+
+def test_optimised_statics_keep_a_default_that_gapso_does_not_beat(
+        setup: tuple[GravityRegressor, ClearanceChecker]) -> None:
+    """A default already at GA-PSO's optimum (same W) is kept, not replaced."""
+    regressor, clearance = setup
+    problem = _problem(setup, 0)
+    default = STATIC.copy()
+    default[problem.free] = ga_pso(problem.objective, problem.bounds).x
+    (choice,) = optimise_static_configurations(regressor, lunar_arm_composite_parameters(),
+                                               default, RANGES[:1], clearance)
+    assert not choice.optimised
+    assert choice.static.tolist() == default.tolist()
+    _assert_same_excitation(choice.chosen, choice.default)
+
+
+def _assert_same_excitation(a: Excitation, b: Excitation) -> None:
+    """Q and condition number to the bit; clearance to 1e-6 m (coal's GJK warm-starts)."""
+    assert (a.q_range, a.condition_number) == (b.q_range, b.condition_number)
+    assert a.min_clearance == pytest.approx(b.min_clearance, abs=1e-6)

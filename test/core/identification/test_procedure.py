@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 
-from humanoid_balance.core.identification.procedure import identify, segment_sweeps
+from humanoid_balance.core.identification import METHODS
+from humanoid_balance.core.identification.procedure import (
+    ESTIMATORS,
+    identify,
+    paired_samples,
+    predict,
+    prediction_regressor,
+    results_document,
+    segment_sweeps,
+)
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
     lunar_arm_composite_parameters,
 )
 from humanoid_balance.core.identification.trajectory import PlanFollower, identification_plan
+from humanoid_balance.exceptions import InvalidInputError
 from humanoid_balance.resources import urdf_path
+from humanoid_balance.results import write_yaml
 
 STATIC = np.radians([0.0, 30.0, 20.0, 60.0, 40.0, 30.0])
 HALF = math.radians(5.0)
@@ -97,3 +111,56 @@ def test_without_pairs_friction_biases_the_estimate(stream: tuple) -> None:
     estimate = identify(recordings, regressor, comp, pair_friction=False)
     truth = comp.from_standard(regressor.standard_parameters())
     assert np.abs(estimate.values - truth).max() > 1e-3
+
+
+def test_every_method_has_one_estimator() -> None:
+    """ESTIMATORS names exactly the METHODS that parsers offer."""
+    assert tuple(ESTIMATORS) == METHODS
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_identify_is_the_estimator_on_the_paired_samples(stream: tuple, method: str) -> None:
+    """identify(method) equals ESTIMATORS[method] on paired_samples' regressor, to the bit."""
+    regressor, (t, q, qd, tau) = stream
+    comp = lunar_arm_composite_parameters()
+    recordings = segment_sweeps(t, q + 1e-4 * np.sin(7.0 * t)[:, None], qd, tau, trim_s=0.1)
+    qs, taus, joint = paired_samples(recordings, average=3)
+    direct = ESTIMATORS[method](comp, comp.regressor(regressor.stacked(qs)), taus, joint)
+    via = identify(recordings, regressor, comp, method=method, average=3)
+    assert (via.values.tolist(), via.std.tolist()) == (direct.values.tolist(), direct.std.tolist())
+
+
+def test_average_below_one_is_refused(stream: tuple) -> None:
+    """A block of 0 samples raises InvalidInputError instead of silently not averaging."""
+    _, (t, q, qd, tau) = stream
+    recordings = segment_sweeps(t, q, qd, tau, trim_s=0.1)
+    with pytest.raises(InvalidInputError,
+                       match=re.escape("average=0: expected a block of >= 1 samples")):
+        paired_samples(recordings, average=0)
+
+
+def test_prediction_regressor_gives_predict_at_moon_gravity(stream: tuple) -> None:
+    """H at Moon gravity times phi equals predict(..., 9.81 / 6) and G_moon(q) for the true phi."""
+    regressor, (_, q, _, _) = stream
+    comp = lunar_arm_composite_parameters()
+    truth = comp.from_standard(regressor.standard_parameters())
+    h = prediction_regressor(regressor, comp, q[::50], 9.81 / 6)
+    moon = GravityRegressor(regressor.model, 9.81 / 6)
+    expected = np.array([moon.gravity_torques(qk) for qk in q[::50]])
+    assert h @ truth == pytest.approx(predict(truth, regressor, comp, q[::50], 9.81 / 6), abs=1e-15)
+    assert h @ truth == pytest.approx(expected, abs=1e-11)  # C^+ C = I to rounding
+
+
+def test_results_yaml_round_trips(stream: tuple, tmp_path: Path) -> None:
+    """The results file: names, values, std and the fit RMSE per joint; its folder is created."""
+    regressor, (t, q, qd, tau) = stream
+    comp = lunar_arm_composite_parameters()
+    estimate = identify(segment_sweeps(t, q, qd, tau, trim_s=0.1), regressor, comp)
+    path = tmp_path / "new" / "results.yaml"
+    joints = [f"joint{i}" for i in range(1, 7)]
+    write_yaml(path, results_document(estimate, joints, 9.81, 6))
+    doc = yaml.safe_load(path.read_text())
+    assert (doc["gravity_m_s2"], doc["sweeps"], doc["samples"]) == (9.81, 6, estimate.samples)
+    assert [p["name"] for p in doc["parameters"]] == list(comp.names)
+    assert [p["value"] for p in doc["parameters"]] == estimate.values.tolist()
+    assert list(doc["fit_rmse_n_m"]) == joints

@@ -9,6 +9,7 @@ import pytest
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
     base_parameters,
+    identification_parameters,
     lunar_arm_composite_parameters,
     random_configurations,
 )
@@ -76,3 +77,26 @@ def test_free_flyer_model_is_refused() -> None:
     model = pin.buildModelFromUrdf(str(urdf_path("lunar_arm")), pin.JointModelFreeFlyer())
     with pytest.raises(ModelError, match="fixed-base chain"):
         GravityRegressor(model)
+
+
+def test_lunar_arm_is_identified_with_eq8_at_its_gravity() -> None:
+    """identification_parameters of the lunar arm at 1.635 m/s^2: eq. 8's set at that gravity."""
+    moon = GravityRegressor(pin.buildModelFromUrdf(str(urdf_path("lunar_arm"))), 1.635)
+    pset = identification_parameters(moon)
+    expected = lunar_arm_composite_parameters(gravity=1.635)
+    assert (pset.names, pset.matrix.tolist()) == (expected.names, expected.matrix.tolist())
+
+
+def test_other_chain_is_identified_with_the_base_set() -> None:
+    """A planar two-link arm (not the lunar arm's chain) gets the QR base set: 4 parameters."""
+    model = pin.Model()
+    parent = 0
+    for name in ("shoulder", "elbow"):
+        placement = pin.SE3(np.eye(3), np.array([0.0, 0.0, -0.3 if parent else 0.0]))
+        parent = model.addJoint(parent, pin.JointModelRY(), placement, name)
+        model.appendBodyToJoint(parent, pin.Inertia(1.0, np.array([0.05, 0.0, -0.15]),
+                                                    np.eye(3) * 1e-3), pin.SE3.Identity())
+    regressor = GravityRegressor(model)
+    pset = identification_parameters(regressor)
+    expected = base_parameters(regressor)
+    assert (pset.size, pset.names) == (4, expected.names)
