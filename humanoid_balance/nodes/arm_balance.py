@@ -65,7 +65,15 @@ from humanoid_balance.core.rmc import (
     support_polygon_from_frames,
 )
 from humanoid_balance.exceptions import HumanoidBalanceError
-from humanoid_balance.nodes.common import ERROR, OK, WARN, diagnostic_array, diagnostic_status, run_node
+from humanoid_balance.nodes.common import (
+    ERROR,
+    OK,
+    WARN,
+    destroy_timers,
+    diagnostic_array,
+    diagnostic_status,
+    run_node,
+)
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "arm_balance"
@@ -462,11 +470,8 @@ class ArmBalanceNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _destroy_timers(self) -> None:
-        for timer in (self._timer, self._diag_timer):
-            if timer is not None:
-                self.destroy_timer(timer)
-        self._timer = None
-        self._diag_timer = None
+        destroy_timers(self, self._timer, self._diag_timer)
+        self._timer = self._diag_timer = None
 
     # --- inputs ------------------------------------------------------------------------------
 

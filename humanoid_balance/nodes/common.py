@@ -66,6 +66,13 @@ def seconds_stamp(t: float) -> TimeMsg:
     return stamp_msg(round(t * 1e9))
 
 
+def destroy_timers(node: Node, *timers: Any) -> None:
+    """Destroy the node's timers that exist (None is skipped); set the attributes to None after."""
+    for timer in timers:
+        if timer is not None:
+            node.destroy_timer(timer)
+
+
 def all_finite(values: Sequence[float]) -> bool:
     """True when every value is a finite float."""
     return all(math.isfinite(v) for v in values)

@@ -81,6 +81,7 @@ from humanoid_balance.nodes.common import (
     ERROR,
     OK,
     WARN,
+    destroy_timers,
     diagnostic_array,
     diagnostic_status,
     run_node,
@@ -277,9 +278,7 @@ class IdentificationExecutor(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _destroy_timers(self) -> None:
-        for timer in (self._timer, self._diag_timer):
-            if timer is not None:
-                self.destroy_timer(timer)
+        destroy_timers(self, self._timer, self._diag_timer)
         self._timer = self._diag_timer = None
 
     # --- inputs -----------------------------------------------------------------------------

@@ -78,7 +78,15 @@ from humanoid_balance.can.controller import (
 from humanoid_balance.core.servo import ServoGains
 from humanoid_balance.core.waist_kinematics import DifferentialWaist, pitch_roll_from_quaternion
 from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
-from humanoid_balance.nodes.common import ERROR, OK, WARN, diagnostic_array, diagnostic_status, run_node
+from humanoid_balance.nodes.common import (
+    ERROR,
+    OK,
+    WARN,
+    destroy_timers,
+    diagnostic_array,
+    diagnostic_status,
+    run_node,
+)
 
 NODE_NAME = "waist_controller"
 JOINTS = ("waist_pitch", "waist_roll")
@@ -537,9 +545,8 @@ class WaistControllerNode(LifecycleNode):
             self.destroy_subscription(sub)
         for srv in self._srvs:
             self.destroy_service(srv)
-        if self._diag_timer is not None:
-            self.destroy_timer(self._diag_timer)
-            self._diag_timer = None
+        destroy_timers(self, self._diag_timer)
+        self._diag_timer = None
         for pub in self._pubs:
             self.destroy_publisher(pub)
         self._subs, self._srvs, self._pubs = [], [], []
