@@ -78,14 +78,24 @@ def all_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)
 
 
+#: s each executor turn waits at most: bounds how long a shutdown (SIGINT, SIGTERM) or a
+#: ``done`` condition waits to be noticed
+SPIN_PERIOD_S = 0.1
+
+
 def make_executor(events: bool = False) -> Executor:
     """A single-threaded executor: rclpy's EventsExecutor when asked and available, else the classic one.
 
     The EventsExecutor (rclpy.experimental, Jazzy and newer) waits on middleware
-    events instead of rebuilding a wait set each turn: measured with
-    ``benchmarks/zmp.py``, it lets ``zmp_estimator`` keep up with 1 kHz feet where
-    the SingleThreadedExecutor falls behind. Humble has no EventsExecutor: the
-    classic executor is used there.
+    events instead of rebuilding a wait set each turn: per message it costs about
+    half the CPU of the SingleThreadedExecutor (``benchmarks/graph.py`` measures
+    both). Humble has no EventsExecutor: the classic executor is used there.
+
+    Drive it with :func:`spin_until`, never with ``spin()``: with the rclpy 9.1
+    wheel, ``EventsExecutor.spin()`` busy-loops holding its queue lock, the DDS
+    threads starve, nothing is delivered and SIGINT/SIGTERM are never acted on.
+    ``spin_once(timeout_sec)`` in a loop does not (``test/process`` starts every
+    node as a process this way).
     """
     if events:
         try:
@@ -97,28 +107,42 @@ def make_executor(events: bool = False) -> Executor:
     return SingleThreadedExecutor()
 
 
+def spin_until(executor: Executor, done: Callable[[], bool] | None = None,
+               context: Any = None) -> None:
+    """Spin ``executor`` one callback at a time until shutdown or ``done()``.
+
+    Each turn waits at most :data:`SPIN_PERIOD_S`, so a shutdown from a signal
+    handler or ``done()`` is seen within that time.
+    """
+    while rclpy.ok(context=context) and (done is None or not done()):
+        executor.spin_once(timeout_sec=SPIN_PERIOD_S)
+
+
 def run_node(
     factory: Callable[[], Node], args: Sequence[str] | None = None,
-    done: Callable[[Node], bool] | None = None, events: bool = False,
+    done: Callable[[Node], bool] | None = None, events: bool = True,
 ) -> int:
-    """Create a node, spin it until Ctrl-C, shutdown or ``done(node)``, clean up; body of ``main``.
+    """Create a node, spin it until SIGINT/SIGTERM, shutdown or ``done(node)``, clean up; body of ``main``.
 
-    ``events``: spin with the EventsExecutor where rclpy has one (:func:`make_executor`).
+    rclpy's own signal handlers turn SIGINT and SIGTERM into a context shutdown,
+    which ends the spin; the node is then destroyed and 0 returned, without a
+    traceback. ``events``: spin with the EventsExecutor where rclpy has one
+    (:func:`make_executor`).
     """
     rclpy.init(args=None if args is None else list(args))
     node = None
+    executor = None
     try:
         node = factory()
         executor = make_executor(events)
         executor.add_node(node)
-        if done is None:
-            executor.spin()
-        else:
-            while rclpy.ok() and not done(node):
-                executor.spin_once(timeout_sec=0.1)
+        built = node
+        spin_until(executor, None if done is None else (lambda: done(built)))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
