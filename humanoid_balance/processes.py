@@ -1,0 +1,210 @@
+"""Start the package's nodes as processes, drive their lifecycle, stop them: as a user does.
+
+``ros2 run`` and ``ros2 launch`` start each node as a process of its own; so do
+the demo, the benchmarks and the process-level tests, through this module and
+the graph description (:mod:`humanoid_balance.graph`).
+
+- :class:`NodeProcess`: one node's console script as a subprocess, its output
+  to a log file; :meth:`NodeProcess.stop` sends SIGINT (or SIGTERM) and reports
+  the exit status, the time it took and whether a traceback was printed.
+- :class:`LifecycleClient`: configure, activate, deactivate a lifecycle node
+  through its ``change_state`` / ``get_state`` services, from an rclpy node of
+  the caller's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
+from humanoid_balance.graph import GraphNode, command_line
+
+
+def executable_path(name: str) -> str:
+    """Path of the package's console script ``name``: beside this Python first, then on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigurationError(
+            f"console script {name!r} not found beside {sys.executable} nor on PATH; install the "
+            "package (bash tools/bootstrap.sh setup, or colcon build and source install/setup.bash)")
+    return found
+
+
+@dataclass(frozen=True)
+class ExitReport:
+    """How a node process ended.
+
+    Attributes:
+        returncode: its exit status (negative: killed by that signal).
+        seconds: from the signal to the exit, s.
+        output: what it printed (stdout and stderr together).
+        killed: it did not exit in time and was killed with SIGKILL.
+    """
+
+    returncode: int
+    seconds: float
+    output: str
+    killed: bool
+
+    @property
+    def traceback(self) -> bool:
+        """It printed a Python traceback."""
+        return "Traceback (most recent call last)" in self.output
+
+    @property
+    def clean(self) -> bool:
+        """Exit status 0, not killed, no traceback."""
+        return self.returncode == 0 and not self.killed and not self.traceback
+
+
+class NodeProcess:
+    """One node of a graph as a process (``ros2 run`` does the same), output to ``log_path``.
+
+    Use as a context manager, or call :meth:`stop`.
+    """
+
+    def __init__(self, node: GraphNode, *, log_path: Path | str,
+                 env: Mapping[str, str] | None = None, parameter_file: Path | str | None = None,
+                 extra_arguments: Sequence[str] = ()) -> None:
+        self.node = node
+        self.log_path = Path(log_path)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        cmd = command_line(node, parameter_file)
+        self.command = [executable_path(cmd[0]), *cmd[1:], *extra_arguments]
+        self._log: IO[str] = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
+        environment = dict(os.environ if env is None else env)
+        environment.setdefault("PYTHONUNBUFFERED", "1")
+        self.popen = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=environment)
+        self.report: ExitReport | None = None
+
+    @property
+    def name(self) -> str:
+        """The node's name."""
+        return self.node.name
+
+    @property
+    def pid(self) -> int:
+        """Its process id."""
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        """It is still running."""
+        return self.popen.poll() is None
+
+    def output(self) -> str:
+        """What it printed so far."""
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_output(self, text: str, timeout: float) -> bool:
+        """Wait until the process printed ``text``; False on timeout or exit."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in self.output():
+                return True
+            if not self.alive():
+                return text in self.output()
+            time.sleep(0.05)
+        return False
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 2.0) -> ExitReport:
+        """Send ``sig``, wait ``timeout`` s for the exit, SIGKILL after that; how it ended."""
+        if self.report is not None:
+            return self.report
+        start = time.monotonic()
+        killed = False
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                killed = True
+                self.popen.kill()
+                self.popen.wait(timeout=5.0)
+        seconds = time.monotonic() - start
+        self._log.close()
+        self.report = ExitReport(self.popen.returncode, seconds,
+                                 self.log_path.read_text(errors="replace"), killed)
+        return self.report
+
+    def __enter__(self) -> NodeProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LifecycleError(HumanoidBalanceError):
+    """A lifecycle transition was refused, failed, or its service did not answer."""
+
+
+class LifecycleClient:
+    """Drive a lifecycle node by its services, from the caller's rclpy ``node``.
+
+    The caller spins nothing itself meanwhile: each call spins ``node`` until the
+    answer comes or ``timeout`` s pass.
+    """
+
+    TRANSITIONS = {"configure": 1, "cleanup": 2, "activate": 3, "deactivate": 4,
+                   "shutdown": 5}  # lifecycle_msgs/msg/Transition ids (inactive shutdown: 6)
+
+    def __init__(self, node: Any, target: str) -> None:
+        from lifecycle_msgs.srv import ChangeState, GetState
+
+        self.node = node
+        self.target = target.lstrip("/")
+        self._change = node.create_client(ChangeState, f"/{self.target}/change_state")
+        self._get = node.create_client(GetState, f"/{self.target}/get_state")
+
+    def _call(self, client: Any, request: Any, timeout: float) -> Any:
+        import rclpy
+
+        end = time.monotonic() + timeout
+        while not client.service_is_ready():
+            if time.monotonic() > end:
+                raise LifecycleError(f"/{self.target}: {client.srv_name} not available after "
+                                     f"{timeout:.1f} s: is the node running?")
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        future = client.call_async(request)
+        while not future.done():
+            if time.monotonic() > end:
+                raise LifecycleError(f"/{self.target}: no answer from {client.srv_name} "
+                                     f"within {timeout:.1f} s")
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        return future.result()
+
+    def state(self, timeout: float = 5.0) -> str:
+        """The node's current state label (``unconfigured``, ``inactive``, ``active``, ...)."""
+        from lifecycle_msgs.srv import GetState
+
+        return str(self._call(self._get, GetState.Request(), timeout).current_state.label)
+
+    def change(self, transition: str, timeout: float = 10.0) -> bool:
+        """Request ``transition`` (``configure``, ``activate``, ...); True when it succeeded."""
+        from lifecycle_msgs.srv import ChangeState
+
+        if transition not in self.TRANSITIONS:
+            raise LifecycleError(f"transition={transition!r}; one of {sorted(self.TRANSITIONS)}")
+        request = ChangeState.Request()
+        request.transition.id = self.TRANSITIONS[transition]
+        return bool(self._call(self._change, request, timeout).success)
+
+    def bring_up(self, timeout: float = 10.0) -> None:
+        """Configure, then activate (only after a successful configure); raise on a failure."""
+        for transition in ("configure", "activate"):
+            if not self.change(transition, timeout):
+                raise LifecycleError(f"/{self.target}: {transition} failed (state now "
+                                     f"{self.state(timeout)}); its log says why")
