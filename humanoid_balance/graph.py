@@ -226,7 +226,7 @@ def ros_arguments(node: GraphNode, parameter_file: Path | str | None = None) -> 
     """The ``--ros-args ...`` of ``node``'s process: name, parameter file, overrides, remappings."""
     args = ["--ros-args", "-r", f"__node:={node.name}"]
     if node.namespace:
-        args += ["-r", f"__ns:={node.namespace}"]
+        args += ["-r", f"__ns:=/{node.namespace.strip('/')}"]  # rcl takes fully qualified ones only
     args += ["--params-file", str(parameter_file or node.spec.parameter_path())]
     for key, value in node.parameters.items():
         args += ["-p", f"{key}:={_parameter_value(value)}"]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 from humanoid_balance.graph import GraphNode, command_line
@@ -158,7 +158,7 @@ class LifecycleClient:
     answer comes or ``timeout`` s pass.
     """
 
-    TRANSITIONS = {"configure": 1, "cleanup": 2, "activate": 3, "deactivate": 4,
+    TRANSITIONS: ClassVar[dict[str, int]] = {"configure": 1, "cleanup": 2, "activate": 3, "deactivate": 4,
                    "shutdown": 5}  # lifecycle_msgs/msg/Transition ids (inactive shutdown: 6)
 
     def __init__(self, node: Any, target: str) -> None:
