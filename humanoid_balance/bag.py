@@ -181,10 +181,22 @@ def read_bag(path: str | Path, topics: Iterable[str] | None = None) -> Iterator[
         reader.open()
     except Exception as error:  # rosbags' ReaderError and OS errors
         raise BagError(f"cannot open bag {path}: {error}") from error
+    count = 0
     try:
         wanted = None if topics is None else set(topics)
         connections = [c for c in reader.connections if wanted is None or c.topic in wanted]
-        for connection, log_time, data in reader.messages(connections=connections):
+        messages = reader.messages(connections=connections)
+        while True:
+            try:
+                connection, log_time, data = next(messages)
+            except StopIteration:
+                return
+            except Exception as error:  # rosbags' and struct/zstd errors of a damaged file
+                raise BagError(
+                    f"bag {path} is damaged after {count} readable messages ({type(error).__name__}: "
+                    f"{error}); the part before it can still be used: rosbags-convert or "
+                    "`ros2 bag reindex` may recover more") from error
+            count += 1
             yield BagMessage(connection.topic, connection.msgtype, int(log_time), bytes(data))
     finally:
         reader.close()

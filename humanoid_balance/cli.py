@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from humanoid_balance.exceptions import HumanoidBalanceError
+
 # sub-command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("humanoid_balance.apps.demo", "run the simulated robot with every node"),
@@ -19,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "record": ("humanoid_balance.apps.record", "record topics to a rosbag2 directory"),
     "report": ("humanoid_balance.apps.report", "summarise result JSON files as a table"),
     "identify": ("humanoid_balance.apps.identify", "estimate gravity parameters from a bag"),
+    "wait-for": ("humanoid_balance.apps.wait_for", "wait until a node subscribes to topics"),
 }
 
 # ``humanoid-balance experiment NAME``
@@ -66,7 +69,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"humanoid-balance: {missing}", file=sys.stderr)
         return 2
     module = importlib.import_module(args._module)
-    return int(module.run(args))
+    name = args.command if args.command != "experiment" else f"experiment {args.experiment}"
+    try:
+        return int(module.run(args))
+    except HumanoidBalanceError as exc:  # raised on purpose: the message says what to do
+        print(f"humanoid-balance {name}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file or folder the user named cannot be read or written
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"humanoid-balance {name}:{where}: {exc.strerror or exc}; check the path and its "
+              "permissions", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"humanoid-balance {name}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

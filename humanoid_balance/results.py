@@ -106,3 +106,30 @@ def write_yaml(path: Path, document: Any) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+def check_output(path: Path, option: str = "--out", directory: bool = False) -> None:
+    """Raise before any work is done when ``path`` cannot be written.
+
+    Args:
+        path: a file to write (its folder must be writable), or with ``directory`` a folder
+            to write into (created when missing).
+        option: the command-line option that named it, for the message.
+        directory: ``path`` is a folder.
+
+    Raises:
+        ConfigurationError: the folder cannot be created or written to; the message names
+            the path, the reason and what to do.
+    """
+    from humanoid_balance.exceptions import ConfigurationError
+
+    folder = Path(path) if directory else Path(path).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{option} {path}: cannot create {folder} ({exc.strerror or exc}); "
+            f"choose a writable {option}") from exc
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigurationError(
+            f"{option} {path}: {folder} is not a writable folder; choose a writable {option}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +116,15 @@ def estimate_from_bag(args: argparse.Namespace) -> tuple[Any, int]:
 def run(args: argparse.Namespace) -> int:
     """Estimate and print (and with ``--out`` write) the gravity parameters."""
     from humanoid_balance.exceptions import HumanoidBalanceError
+    from humanoid_balance.results import check_output
 
     try:
+        if args.out is not None:
+            check_output(args.out)  # before the estimation, not after it
         estimate, sweeps = estimate_from_bag(args)
     except HumanoidBalanceError as exc:
-        print(f"identify: {exc}")
-        return 1
+        print(f"identify: {exc}", file=sys.stderr)
+        return 2
     print(f"{sweeps} sweeps, {estimate.samples} friction-free samples")
     for name, value, unit, std in zip(estimate.names, estimate.values, estimate.units,
                                       estimate.std, strict=True):

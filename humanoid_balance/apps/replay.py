@@ -80,10 +80,17 @@ def run(args: argparse.Namespace) -> int:
     def progress(played: float, total: float, published: int) -> None:
         print(f"replay: {played:7.2f} / {total:.2f} s, {published} messages", flush=True)
 
-    published = player.play(progress)
+    damaged = None
+    try:
+        published = player.play(progress)
+    except BagError as error:  # a damaged chunk: what was before it went out
+        damaged, published = error, -1
     # let reliable writers deliver the last samples before the participant goes away
     time.sleep(0.5)
     node.destroy_node()
     rclpy.try_shutdown()
+    if damaged is not None:
+        print(f"replay: {damaged}", file=sys.stderr)
+        return 2
     print(f"replay: published {published} of {count} messages", flush=True)
     return 0 if published == count else 1

@@ -16,7 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.results import BENCHMARK_RESULTS_DIR
+
+
+class ReportError(HumanoidBalanceError, ValueError):
+    """A file given to the report is not a result file."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +59,13 @@ def rows(files: list[Path]) -> list[tuple[str, str, str, str, str]]:
     table = []
     for path in files:
         doc = json.loads(path.read_text())
-        for key, entry in doc.get("metrics", {}).items():
+        metrics = doc.get("metrics") if isinstance(doc, dict) else None
+        if not isinstance(metrics, dict) or not all(isinstance(e, dict) for e in metrics.values()):
+            raise ReportError(
+                f"{path}: not a result file (expected {{\"name\": ..., \"metrics\": {{NAME: "
+                "{\"value\": ..., \"unit\": ...}}}} as benchmarks and experiments write); "
+                "give result JSON files or folders of them")
+        for key, entry in metrics.items():
             unit = entry.get("unit", "")
             value = f"{entry.get('value')} {unit}".strip()
             target = "" if entry.get("target") is None else f"{entry['target']} {unit}".strip()
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the table; exit 1 when a file cannot be read."""
     try:
         table = rows(_files(list(args.paths)))
-    except (FileNotFoundError, json.JSONDecodeError) as exc:
+    except (FileNotFoundError, json.JSONDecodeError, ReportError) as exc:
         print(f"humanoid-balance report: {exc}", file=sys.stderr)
         return 1
     header = ("result", "metric", "value", "target", "verdict")
