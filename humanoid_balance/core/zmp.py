@@ -19,7 +19,13 @@ Equations (seed 001):
 - eq. 3.26, N force sensors at ``p_j`` measuring ``f_j``:
   ``p_x = sum(p_jx f_jz - p_jz f_jx) / sum(f_jz)`` (and y alike); for one-axis
   FSRs on the sole this is ``p = sum(p_j f_j) / sum(f_j)``;
-- eq. 3.27, both feet: ``p = (p_R f_Rz + p_L f_Lz) / (f_Rz + f_Lz)`` in the world;
+- eq. 3.27 (3.30/3.31), both feet: ``p = (p_R f_Rz + p_L f_Lz) / (f_Rz + f_Lz)`` in
+  the world, with ``f_z`` the world-vertical force. :class:`ZmpEstimator` computes the
+  exact ZMP of the total ground wrench instead (eq. 3.24/3.25 applied to the sum of
+  the feet's wrenches in the world, on the plane at the feet's force-weighted
+  height ``p_z``): ``p_x = (-T_y + p_z F_x) / F_z``, ``p_y = (T_x + p_z F_y) / F_z``.
+  On level soles at one height the two are equal; on tilted or stepped soles the
+  exact form keeps the horizontal forces' moments, which eq. 3.27 drops;
 - eq. 3.73/3.74, from the momentum rates (the model ZMP; may leave the polygon):
   ``p_x = (M g x + p_z dP_x - dL_y) / (M g + dP_z)``,
   ``p_y = (M g y + p_z dP_y + dL_x) / (M g + dP_z)``, with ``L`` about the
@@ -388,6 +394,9 @@ class ZmpEstimator:
     def _pose_terms(self, side: str, pose: np.ndarray) -> tuple[list[float], list[float]]:
         """(foot-weight wrench in the sensor frame, sole -> world terms) for a sole pose, cached.
 
+        The terms: rows of the sole's rotation with the translation after each row,
+        ``[R00, R01, t0, R10, R11, t1, R20, R21, t2, R02, R12, R22]``.
+
         The weight wrench depends on the sensor's orientation only; both change when
         the legs move, so they are recomputed (and the pose checked) only when the
         pose's bytes change.
@@ -404,13 +413,14 @@ class ZmpEstimator:
         rotation = (pose @ self.feet[side].sensor_in_sole)[:3, :3]
         weight = self.foot_weight_wrench(side, rotation).tolist()
         to_world = [pose[0, 0], pose[0, 1], pose[0, 3], pose[1, 0], pose[1, 1], pose[1, 3],
-                    pose[2, 0], pose[2, 1], pose[2, 3]]
+                    pose[2, 0], pose[2, 1], pose[2, 3], pose[0, 2], pose[1, 2], pose[2, 2]]
         self._pose_cache[side] = (key, weight, [float(v) for v in to_world])
         self._pose_version += 1
         return weight, self._pose_cache[side][2]
 
-    def _ft_foot(self, side: str, sample: FootSample, weight: list[float]) -> tuple[float, float, float]:
-        """(normal force, ZMP x, y in the sole frame) of one F/T foot; x, y are NaN without force.
+    def _ft_foot(self, side: str, sample: FootSample,
+                 weight: list[float]) -> tuple[float, float, float, float, float, float]:
+        """Ground wrench of one F/T foot in the sole frame, torque about the sole origin.
 
         Eq. 3.24/3.25 written out with Python floats: numpy's per-call cost on
         3-vectors (about 1 us a call) would put the two-foot sample far above the
@@ -437,9 +447,8 @@ class ZmpEstimator:
         sfz = r[6] * fx + r[7] * fy + r[8] * fz
         stx = r[0] * tx + r[1] * ty + r[2] * tz + py * sfz - pz * sfy
         sty = r[3] * tx + r[4] * ty + r[5] * tz + pz * sfx - px * sfz
-        if sfz > 0.0:
-            return sfz, -sty / sfz, stx / sfz
-        return sfz, float("nan"), float("nan")
+        stz = r[6] * tx + r[7] * ty + r[8] * tz + px * sfy - py * sfx
+        return sfx, sfy, sfz, stx, sty, stz
 
     def step(self, samples: Mapping[str, FootSample]) -> ZmpOutput:
         """The ZMP of one sample of both feet.
@@ -450,7 +459,10 @@ class ZmpEstimator:
         zmps: dict[str, np.ndarray | None] = {}
         forces: dict[str, float] = {}
         contacts: dict[str, bool] = {}
-        sum_force = sum_x = sum_y = sum_z = 0.0
+        # the total ground wrench in the world (torque about the origin), and the feet's
+        # ZMP heights weighted by their world-vertical force
+        fx_w = fy_w = fz_w = tx_w = ty_w = 0.0
+        sum_z = 0.0
         touching: list[str] = []
         terms: list[list[float]] = []
         for side in self.feet:
@@ -462,7 +474,10 @@ class ZmpEstimator:
                 raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
             weight, w = self._pose_terms(side, pose)
             if self.sensor_type == "ft":
-                normal, lx, ly = self._ft_foot(side, sample, weight)
+                sfx, sfy, normal, stx, sty, stz = self._ft_foot(side, sample, weight)
+                lx = ly = float("nan")
+                if normal > 0.0:  # eq. 3.24/3.25 on the sole
+                    lx, ly = -sty / normal, stx / normal
             else:
                 fsr = np.asarray(sample.fsr_forces if sample.fsr_forces is not None else [], dtype=float)
                 positions = self.feet[side].fsr_positions
@@ -473,8 +488,11 @@ class ZmpEstimator:
                     raise InvalidInputError(f"{side} foot: an FSR force is not finite")
                 normal = float(fsr.sum())
                 lx = ly = float("nan")
+                sfx = sfy = stz = 0.0  # one-axis sensors: normal forces only
+                stx = sty = 0.0
                 if normal > 0.0:  # eq. 3.26 for one-axis sensors on the sole
                     lx, ly = (fsr @ positions / normal).tolist()
+                    stx, sty = ly * normal, -lx * normal
             in_contact = self.contacts[side].step(normal)
             forces[side] = normal
             contacts[side] = in_contact
@@ -487,14 +505,24 @@ class ZmpEstimator:
             zmps[side] = np.array([x, y, z])
             touching.append(side)
             terms.append(w)
-            sum_force += normal  # eq. 3.27
-            sum_x += normal * x
-            sum_y += normal * y
-            sum_z += normal * z
+            # the foot's wrench in the world: f = R f_s, tau_O = R tau_s + t x f
+            r00, r01, t0, r10, r11, t1, r20, r21, t2, r02, r12, r22 = w
+            fwx = r00 * sfx + r01 * sfy + r02 * normal
+            fwy = r10 * sfx + r11 * sfy + r12 * normal
+            fwz = r20 * sfx + r21 * sfy + r22 * normal
+            fx_w += fwx
+            fy_w += fwy
+            fz_w += fwz
+            tx_w += r00 * stx + r01 * sty + r02 * stz + t1 * fwz - t2 * fwy
+            ty_w += r10 * stx + r11 * sty + r12 * stz + t2 * fwx - t0 * fwz
+            sum_z += fwz * z
         if not touching:
             return ZmpOutput(None, zmps, forces, contacts, None, None)
-        zmp = np.array([sum_x / sum_force, sum_y / sum_force, sum_z / sum_force])
         polygon = self._polygon(touching, terms)
+        if not fz_w > 0.0:  # soles so steep that the ground pulls down: no ZMP on a plane
+            return ZmpOutput(None, zmps, forces, contacts, polygon, None)
+        pz = sum_z / fz_w
+        zmp = np.array([(-ty_w + pz * fx_w) / fz_w, (tx_w + pz * fy_w) / fz_w, pz])
         return ZmpOutput(zmp, zmps, forces, contacts, polygon, self._margin(zmp[0], zmp[1]))
 
     def _polygon(self, touching: list[str], terms: list[list[float]]) -> np.ndarray:
