@@ -83,6 +83,11 @@ LIFECYCLE_ORDER = ("arm_balance", "waist_controller", "identification_executor")
 #: /joint_states, so the waist's own encoder reading goes here (and the MuJoCo waist follows it)
 SIM_WAIST_JOINT_STATES = "/waist/joint_states"
 
+#: Hz, in lock-step: the simulation's publish rate and the arm balance's rate. The simulation
+#: waits for the arm command of every period it publishes and the arm balance runs at most
+#: ``rate`` cycles per second, so the two must be equal
+LOCK_STEP_RATE_HZ = 500.0
+
 
 @dataclass(frozen=True)
 class GraphNode:
@@ -181,6 +186,8 @@ def sim_graph(
             if not rmc:
                 continue
             node = node.with_parameters(trigger="joint_states")
+            if lock_step:
+                node = node.with_parameters(rate=LOCK_STEP_RATE_HZ)
             lock_step_topics.insert(0, "/arm_balance/command:sensor_msgs/msg/JointState")
         elif node.name == "waist_controller":
             node = replace(node.with_parameters(simulated_drives=True),
@@ -192,6 +199,8 @@ def sim_graph(
         "sensor_noise": float(sensor_noise), "command_topics": command_topics,
         "lock_step": bool(lock_step),
     }
+    if lock_step:
+        sim_parameters["publish_rate"] = LOCK_STEP_RATE_HZ
     if lock_step_topics:
         sim_parameters["lock_step_topics"] = lock_step_topics
     return [_node("mujoco_sim", sim_parameters, namespace=namespace), *nodes]
@@ -201,6 +210,12 @@ def replay_graph(*, sensor_type: str = "ft") -> list[GraphNode]:
     """What ``replay.launch.py`` starts beside the bag player: the ZMP estimator on the bag's clock."""
     _check_choice("sensor_type", sensor_type, ("ft", "fsr"))
     return [_node("zmp_estimator", {"use_sim_time": True, "sensor_type": sensor_type})]
+
+
+def zmp_estimator_inputs(sensor_type: str = "ft") -> list[str]:
+    """The topics ``zmp_estimator`` subscribes to for its samples (a replay waits for them)."""
+    _check_choice("sensor_type", sensor_type, ("ft", "fsr"))
+    return ["/joint_states", f"/left_foot/{sensor_type}", f"/right_foot/{sensor_type}"]
 
 
 def lifecycle_nodes(nodes: Sequence[GraphNode]) -> list[GraphNode]:

@@ -1,49 +1,59 @@
-"""The simulated robot: mujoco_sim publishing /clock, and the bring-up on simulation time.
+"""The simulated robot: mujoco_sim on /clock and the robot's nodes on simulation time.
 
-    ros2 launch humanoid_balance sim.launch.py [sensor_type:=ft] [real_time_factor:=1.0]
-        [rviz:=true]
+    ros2 launch humanoid_balance sim.launch.py [sensor_type:=ft] [job_arm:=right]
+        [real_time_factor:=1.0] [sensor_noise:=1.0] [lock_step:=false] [rmc:=true]
+        [waist:=true] [namespace:=] [activate:=true] [robot_state_publisher:=true] [rviz:=false]
 
-The waist's CAN drives are simulated on a python-can ``virtual`` bus, which
-lives inside one process: separate processes cannot share it, so this launch
-file holds the waist joints in the simulation and does not start the waist
-controller. ``humanoid-balance demo`` runs the simulation and every node,
-the waist controller on a shared virtual bus included, in one process.
+The nodes come from ``humanoid_balance.graph.sim_graph``, as in
+``humanoid-balance demo``: ``mujoco_sim``, ``zmp_estimator``, ``arm_balance``
+(one cycle per ``/joint_states``) and ``waist_controller``. The waist controller
+runs against simulated CAN drives hosted in its own process on a python-can
+``virtual`` bus (parameter ``simulated_drives``): a virtual bus cannot be shared
+between processes, and a Linux ``vcan`` interface is not on every machine (nor
+in CI). Its joint states go to ``/waist/joint_states``, which the MuJoCo waist
+joints follow. ``arm_balance`` then ``waist_controller`` are configured and
+activated as on the robot (``bringup.launch.py``).
 """
 
 from __future__ import annotations
 
-import os
-
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
-from launch.conditions import IfCondition
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch.actions import OpaqueFunction
+from launch.launch_context import LaunchContext
 
-PACKAGE = "humanoid_balance"
+from humanoid_balance.graph import sim_graph
+from humanoid_balance.launch_graph import (
+    graph_arguments,
+    graph_entities,
+    graph_keywords,
+    robot_state_publisher,
+    rviz,
+    switch,
+    switch_argument,
+)
+
+GRAPH_ARGUMENTS = ("sensor_type", "job_arm", "real_time_factor", "sensor_noise", "lock_step",
+                   "rmc", "waist", "namespace")
+
+
+def _entities(context: LaunchContext) -> list:
+    keywords = graph_keywords(context, sim_graph, GRAPH_ARGUMENTS)
+    nodes = sim_graph(**keywords)
+    activate = {"arm_balance", "waist_controller"} if switch(context, "activate") else set()
+    entities = graph_entities(nodes, activate)
+    if switch(context, "robot_state_publisher"):
+        entities.append(robot_state_publisher("", keywords["namespace"], use_sim_time=True))
+    if switch(context, "rviz"):
+        entities.append(rviz(use_sim_time=True))
+    return entities
 
 
 def generate_launch_description() -> LaunchDescription:
-    """Simulation + bring-up with use_sim_time."""
-    share = get_package_share_directory(PACKAGE)
+    """Simulation and the robot's nodes on simulation time."""
     return LaunchDescription([
-        DeclareLaunchArgument("sensor_type", default_value="ft", description="ft | fsr"),
-        DeclareLaunchArgument("real_time_factor", default_value="1.0"),
-        DeclareLaunchArgument("sensor_noise", default_value="1.0"),
-        DeclareLaunchArgument("rviz", default_value="false"),
-        Node(package=PACKAGE, executable="mujoco_sim", name="mujoco_sim", output="screen",
-             parameters=[os.path.join(share, "config", "sim.yaml"), {
-                 "real_time_factor": LaunchConfiguration("real_time_factor"),
-                 "sensor_noise": LaunchConfiguration("sensor_noise"),
-             }]),
-        IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(os.path.join(share, "launch", "bringup.launch.py")),
-            launch_arguments={"use_sim_time": "true", "waist": "false",
-                              "sensor_type": LaunchConfiguration("sensor_type")}.items(),
-        ),
-        Node(package="rviz2", executable="rviz2", arguments=["-d", os.path.join(
-            share, "config", "balance.rviz")], parameters=[{"use_sim_time": True}],
-            condition=IfCondition(LaunchConfiguration("rviz"))),
+        *graph_arguments(sim_graph, GRAPH_ARGUMENTS),
+        switch_argument("activate", True),
+        switch_argument("robot_state_publisher", True),
+        switch_argument("rviz", False),
+        OpaqueFunction(function=_entities),
     ])
