@@ -155,16 +155,19 @@ class LifecycleClient:
     """Drive a lifecycle node by its services, from the caller's rclpy ``node``.
 
     The caller spins nothing itself meanwhile: each call spins ``node`` until the
-    answer comes or ``timeout`` s pass.
+    answer comes or ``timeout`` s pass, with ``executor`` (default: rclpy's global
+    executor, which serves the default context only: a node of a context of its
+    own needs an executor of that context).
     """
 
     TRANSITIONS: ClassVar[dict[str, int]] = {"configure": 1, "cleanup": 2, "activate": 3, "deactivate": 4,
                    "shutdown": 5}  # lifecycle_msgs/msg/Transition ids (inactive shutdown: 6)
 
-    def __init__(self, node: Any, target: str) -> None:
+    def __init__(self, node: Any, target: str, executor: Any = None) -> None:
         from lifecycle_msgs.srv import ChangeState, GetState
 
         self.node = node
+        self.executor = executor
         self.target = target.lstrip("/")
         self._change = node.create_client(ChangeState, f"/{self.target}/change_state")
         self._get = node.create_client(GetState, f"/{self.target}/get_state")
@@ -177,14 +180,19 @@ class LifecycleClient:
             if time.monotonic() > end:
                 raise LifecycleError(f"/{self.target}: {client.srv_name} not available after "
                                      f"{timeout:.1f} s: is the node running?")
-            rclpy.spin_once(self.node, timeout_sec=0.05)
+            rclpy.spin_once(self.node, executor=self.executor, timeout_sec=0.05)
         future = client.call_async(request)
         while not future.done():
             if time.monotonic() > end:
                 raise LifecycleError(f"/{self.target}: no answer from {client.srv_name} "
                                      f"within {timeout:.1f} s")
-            rclpy.spin_once(self.node, timeout_sec=0.05)
+            rclpy.spin_once(self.node, executor=self.executor, timeout_sec=0.05)
         return future.result()
+
+    def destroy(self) -> None:
+        """Destroy its service clients (the caller's node lives on)."""
+        self.node.destroy_client(self._change)
+        self.node.destroy_client(self._get)
 
     def state(self, timeout: float = 5.0) -> str:
         """The node's current state label (``unconfigured``, ``inactive``, ``active``, ...)."""

@@ -5,7 +5,10 @@ No mathematics here: nodes read inputs, call a core object's ``step`` and publis
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -73,6 +76,47 @@ def destroy_timers(node: Node, *timers: Any) -> None:
             node.destroy_timer(timer)
 
 
+class LogThrottle:
+    """At most one message per ``period_s`` [s] (steady clock), decided before rclpy's logger is called.
+
+    rclpy's ``throttle_duration_sec`` looks up the caller (``inspect`` and file
+    system calls) on every call, logged or throttled: about 0.4 ms a call. A
+    node that warns per message at 1 kHz spends a core on it, and falls further
+    behind the more it warns (a late sample warns, warning makes the next one
+    later). The check here costs a clock read.
+
+    Args:
+        logger: the node's logger (``node.get_logger()``).
+        period_s: the shortest time between two messages, s.
+    """
+
+    def __init__(self, logger: Any, period_s: float = 1.0) -> None:
+        self.logger = logger
+        self.period_s = period_s
+        self._last = -math.inf
+
+    def _due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last < self.period_s:
+            return False
+        self._last = now
+        return True
+
+    def warning(self, text: str) -> bool:
+        """Log ``text`` as a warning unless one was logged within the period; True when logged."""
+        if not self._due():
+            return False
+        self.logger.warning(text)
+        return True
+
+    def error(self, text: str) -> bool:
+        """Log ``text`` as an error unless one was logged within the period; True when logged."""
+        if not self._due():
+            return False
+        self.logger.error(text)
+        return True
+
+
 def all_finite(values: Sequence[float]) -> bool:
     """True when every value is a finite float."""
     return all(math.isfinite(v) for v in values)
@@ -118,32 +162,93 @@ def spin_until(executor: Executor, done: Callable[[], bool] | None = None,
         executor.spin_once(timeout_sec=SPIN_PERIOD_S)
 
 
+class StopSignals:
+    """SIGINT and SIGTERM set :attr:`requested` (Python handlers), in place of rclpy's handlers.
+
+    rclpy's handlers shut the context down at once, from the signal, while a
+    callback may be running: its next ``publish`` fails ("publisher's context is
+    invalid"), or Python's ``KeyboardInterrupt`` is raised inside it; the
+    EventsExecutor logs that as FATAL and raises it again from ``spin_once``.
+    Here the signal only asks: the spin loop sees it between two callbacks and
+    the node is destroyed and the context shut down after the last one returned.
+    A Python handler runs in the main thread between bytecodes, so the request is
+    seen within one executor turn (:data:`SPIN_PERIOD_S`).
+
+    Use as a context manager around ``rclpy.init`` (with
+    :attr:`rclpy_options`) and the spin; the previous handlers come back on exit.
+    Outside the main thread (where Python cannot install handlers) it installs
+    nothing and leaves rclpy's handlers in place.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = True
+
+    @property
+    def rclpy_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``rclpy.init``: no rclpy handlers when these are installed."""
+        if not self._previous:
+            return {}
+        from rclpy.signals import SignalHandlerOptions
+
+        return {"signal_handler_options": SignalHandlerOptions.NO}
+
+    def __enter__(self) -> StopSignals:
+        try:
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        except ValueError:  # not the main thread
+            self._restore()
+        return self
+
+    def _restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+
+
 def run_node(
     factory: Callable[[], Node], args: Sequence[str] | None = None,
     done: Callable[[Node], bool] | None = None, events: bool = True,
+    stop_signals: bool = False,
 ) -> int:
     """Create a node, spin it until SIGINT/SIGTERM, shutdown or ``done(node)``, clean up; body of ``main``.
 
     rclpy's own signal handlers turn SIGINT and SIGTERM into a context shutdown,
     which ends the spin; the node is then destroyed and 0 returned, without a
     traceback. ``events``: spin with the EventsExecutor where rclpy has one
-    (:func:`make_executor`).
+    (:func:`make_executor`). ``stop_signals``: SIGINT and SIGTERM end the spin
+    between two callbacks instead (:class:`StopSignals`), so that no callback
+    runs on a shut-down context.
     """
-    rclpy.init(args=None if args is None else list(args))
-    node = None
-    executor = None
-    try:
-        node = factory()
-        executor = make_executor(events)
-        executor.add_node(node)
-        built = node
-        spin_until(executor, None if done is None else (lambda: done(built)))
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    with StopSignals() if stop_signals else contextlib.nullcontext() as signals:
+        options = signals.rclpy_options if signals is not None else {}
+        rclpy.init(args=None if args is None else list(args), **options)
+        node = None
+        executor = None
+        try:
+            node = factory()
+            executor = make_executor(events)
+            executor.add_node(node)
+            built = node
+            if signals is None:
+                spin_until(executor, None if done is None else (lambda: done(built)))
+            else:
+                spin_until(executor, lambda: signals.requested or (done is not None and done(built)))
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            if executor is not None:
+                executor.shutdown(timeout_sec=1.0)
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
     return 0

@@ -441,8 +441,14 @@ class IdentificationExecutor(LifecycleNode):
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    """Console script ``identification_executor``."""
-    return run_node(IdentificationExecutor, args)
+    """Console script ``identification_executor``.
+
+    SIGINT and SIGTERM end the spin between two callbacks (``stop_signals``): with
+    rclpy's own handlers the context can be shut down while the command timer
+    publishes, and that publish fails with a traceback (seen with ``arm_balance``
+    under load in ``test/process/test_signals.py``).
+    """
+    return run_node(IdentificationExecutor, args, stop_signals=True)
 
 
 if __name__ == "__main__":

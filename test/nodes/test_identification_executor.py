@@ -273,19 +273,19 @@ def test_optimised_configuration_keeps_clearance(rclpy_context: Any) -> None:
 
 
 def test_identify_app_reports_a_missing_bag(tmp_path: Path, capsys: Any) -> None:
-    """`humanoid-balance identify` on a missing bag prints why and returns 1."""
+    """`humanoid-balance identify` on a missing bag prints why on stderr and returns 2 (a user error)."""
     import argparse
 
     from humanoid_balance.apps.identify import add_arguments, run
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    assert run(parser.parse_args([str(tmp_path / "nothing")])) == 1
-    assert "cannot open bag" in capsys.readouterr().out
+    assert run(parser.parse_args([str(tmp_path / "nothing")])) == 2
+    assert "cannot open bag" in capsys.readouterr().err
 
 
 def test_identify_app_refuses_joints_out_of_chain_order(tmp_path: Path, capsys: Any) -> None:
-    """`humanoid-balance identify --joints` not in the URDF's chain order prints why and returns 1."""
+    """`identify --joints` not in the URDF's chain order prints why on stderr and returns 2."""
     import argparse
 
     from humanoid_balance.apps.identify import add_arguments, run
@@ -293,8 +293,8 @@ def test_identify_app_refuses_joints_out_of_chain_order(tmp_path: Path, capsys: 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     joints = [f"joint{i}" for i in (2, 1, 3, 4, 5, 6)]
-    assert run(parser.parse_args([str(tmp_path / "nothing"), "--joints", *joints])) == 1
-    assert "must be the URDF's chain ['joint1', 'joint2'" in capsys.readouterr().out
+    assert run(parser.parse_args([str(tmp_path / "nothing"), "--joints", *joints])) == 2
+    assert "must be the URDF's chain ['joint1', 'joint2'" in capsys.readouterr().err
 
 
 def test_identify_app_averages_as_the_node_by_default(repo_root: Path) -> None:
