@@ -41,15 +41,17 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Point, Point32, PointStamped, PolygonStamped, WrenchStamped
+from geometry_msgs.msg import Point, PointStamped, PolygonStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from humanoid_balance import cdr
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.sync import SampleSet, SampleSynchronizer, StampedBuffer
 from humanoid_balance.core.zmp import (
@@ -70,6 +72,7 @@ from humanoid_balance.nodes.common import (
     OK,
     STALE,
     WARN,
+    LogThrottle,
     all_finite,
     diagnostic_array,
     diagnostic_status,
@@ -200,15 +203,23 @@ class ZmpEstimatorNode(Node):
         sensor_qos = QoSProfile(depth=100)
         if bool(p("best_effort_sensors").value):
             sensor_qos.reliability = ReliabilityPolicy.BEST_EFFORT
+        # per message, the inputs are read from their CDR bytes and the outputs written as bytes
+        # (humanoid_balance.cdr): no rclpy message is built on the 1 kHz path
+        self._joint_reader = cdr.JointStateReader()
+        self._point_writer = cdr.PointStampedWriter(self.world_frame_id)
+        self._polygon_writer = cdr.PolygonStampedWriter(self.world_frame_id)
+        self._warnings = LogThrottle(self.get_logger(), 1.0)
+        self._errors = LogThrottle(self.get_logger(), 1.0)
         # /joint_states first: when both are ready, the executor takes it first (not relied on)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, sensor_qos)
+        self.create_subscription(JointState, "/joint_states", self._on_joint_states, sensor_qos,
+                                 raw=True)
         for side in SIDES:
             if self.sensor_type == "ft":
                 self.create_subscription(WrenchStamped, f"/{side}_foot/ft",
-                                         partial(self._on_wrench, side), sensor_qos)
+                                         partial(self._on_wrench, side), sensor_qos, raw=True)
             else:
                 self.create_subscription(Float64MultiArray, f"/{side}_foot/fsr",
-                                         partial(self._on_fsr, side), sensor_qos)
+                                         partial(self._on_fsr, side), sensor_qos, raw=True)
         self.pub_zmp = self.create_publisher(PointStamped, "/zmp", qos)
         self.pub_foot = {s: self.create_publisher(PointStamped, f"/{s}_foot/zmp", qos) for s in SIDES}
         self.pub_polygon = self.create_publisher(PolygonStamped, "/support_polygon", qos)
@@ -230,36 +241,56 @@ class ZmpEstimatorNode(Node):
     def _now_ns(self) -> int:
         return int(self.get_clock().now().nanoseconds)
 
-    def _on_joint_states(self, msg: JointState) -> None:
-        names = tuple(msg.name)
-        if len(msg.position) != len(names):
-            self._warn(f"joint_states has {len(names)} names but {len(msg.position)} positions")
+    def _on_joint_states(self, msg: bytes | JointState) -> None:
+        """A ``/joint_states`` message: serialized (the subscription is raw) or a JointState."""
+        if isinstance(msg, bytes):
+            try:
+                sample = self._joint_reader.read(msg)
+            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
+                msg = deserialize_message(msg, JointState)
+            else:
+                self._joint_state(sample.stamp_ns, sample.names, sample.position)
+                return
+        self._joint_state(stamp_ns(msg.header.stamp), tuple(msg.name),
+                          np.asarray(msg.position, dtype=float))
+
+    def _joint_state(self, stamp: int, names: tuple[str, ...], positions: np.ndarray) -> None:
+        if len(positions) != len(names):
+            self._warn(f"joint_states has {len(names)} names but {len(positions)} positions")
             return
         if self._joint_columns is None or self._joint_columns[0] != names:
             known = [i for i, n in enumerate(names) if n in self._model_joints]
             self._joint_columns = (names, np.array(known, dtype=int))
             self._joint_q_index = self.model.q_index([names[i] for i in known])
         columns = self._joint_columns[1]
-        position = np.asarray(msg.position, dtype=float)[columns]
+        position = positions[columns]
         if not np.all(np.isfinite(position)):
             self._warn("joint_states with a non-finite position: ignored")
             return
         # a message may carry some joints only (several drivers publish /joint_states): it
         # updates those on top of the latest values of the others
         self.q[self._joint_q_index] = position
-        self.joint_states.push(stamp_ns(msg.header.stamp), self.q.copy())
+        self.joint_states.push(stamp, self.q.copy())
         self._process_pending()
 
-    def _on_wrench(self, side: str, msg: WrenchStamped) -> None:
+    def _on_wrench(self, side: str, msg: bytes | WrenchStamped) -> None:
+        """A foot's F/T message: serialized (the subscription is raw) or a WrenchStamped."""
         self._last_arrival_ns[side] = self._now_ns()
-        f, t = msg.wrench.force, msg.wrench.torque
-        values = (f.x, f.y, f.z, t.x, t.y, t.z)
+        if isinstance(msg, bytes):
+            try:
+                stamp, frame, values = cdr.read_wrench_stamped(msg)
+            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
+                msg = deserialize_message(msg, WrenchStamped)
+        if not isinstance(msg, bytes):
+            f, t = msg.wrench.force, msg.wrench.torque
+            values = (f.x, f.y, f.z, t.x, t.y, t.z)
+            stamp, frame = stamp_ns(msg.header.stamp), msg.header.frame_id
         if not all_finite(values):
             self.counts["dropped_nonfinite"] += 1
             self._warn(f"{side} foot: non-finite wrench dropped ({self.counts['dropped_nonfinite']} so far)")
             return
         wrench = np.array(values)
-        frame = msg.header.frame_id or self.frames[side]["sensor_frame"]
+        frame = frame or self.frames[side]["sensor_frame"]
         if frame != self.frames[side]["sensor_frame"]:
             try:
                 force, torque = wrench_in_sole(wrench[:3], wrench[3:], self._sensor_from(side, frame))
@@ -267,16 +298,22 @@ class ZmpEstimatorNode(Node):
             except HumanoidBalanceError as error:
                 self.counts["dropped_frame"] += 1
                 self._frame_error = str(error)
-                self.get_logger().error(str(error), throttle_duration_sec=1.0)
+                self._errors.error(str(error))
                 return
-        stamp = stamp_ns(msg.header.stamp)
         self._recent[side].append((stamp, wrench))
         self._on_sample(side, stamp, wrench)
 
-    def _on_fsr(self, side: str, msg: Float64MultiArray) -> None:
+    def _on_fsr(self, side: str, msg: bytes | Float64MultiArray) -> None:
+        """A foot's FSR forces: serialized (the subscription is raw) or a Float64MultiArray."""
         now = self._now_ns()
         self._last_arrival_ns[side] = now
-        forces = np.asarray(msg.data, dtype=float)
+        if isinstance(msg, bytes):
+            try:
+                forces = cdr.read_float64_multi_array(msg)
+            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
+                msg = deserialize_message(msg, Float64MultiArray)
+        if not isinstance(msg, bytes):
+            forces = np.asarray(msg.data, dtype=float)
         expected = len(self.estimator.feet[side].fsr_positions)
         if forces.shape != (expected,):
             self.counts["dropped_shape"] += 1
@@ -380,15 +417,13 @@ class ZmpEstimatorNode(Node):
 
     # --- outputs -----------------------------------------------------------------
 
-    def _point(self, stamp: int, xyz: np.ndarray) -> PointStamped:
-        msg = PointStamped()
-        msg.header.stamp = stamp_msg(stamp)
-        msg.header.frame_id = self.world_frame_id
-        msg.point.x, msg.point.y, msg.point.z = float(xyz[0]), float(xyz[1]), float(xyz[2])
-        return msg
+    def _point(self, stamp: int, xyz: np.ndarray) -> bytes:
+        """A serialized PointStamped in the world frame."""
+        return self._point_writer.write(stamp, float(xyz[0]), float(xyz[1]), float(xyz[2]))
 
     def _publish(self, stamp: int, out: ZmpOutput) -> None:
         assert out.zmp_in_world is not None and out.polygon is not None and out.margin is not None
+        # published as CDR bytes (humanoid_balance.cdr): the same messages, built without rclpy
         self.pub_zmp.publish(self._point(stamp, out.zmp_in_world))
         for side in SIDES:
             foot = out.foot_zmps_in_world[side]
@@ -400,12 +435,8 @@ class ZmpEstimatorNode(Node):
                 not 0 <= stamp - self._last_polygon_ns < POLYGON_PERIOD_NS:
             self._last_polygon = out.polygon
             self._last_polygon_ns = stamp
-            polygon = PolygonStamped()
-            polygon.header.stamp = stamp_msg(stamp)
-            polygon.header.frame_id = self.world_frame_id
-            polygon.polygon.points = [Point32(x=float(x), y=float(y), z=0.0) for x, y in out.polygon]
-            self.pub_polygon.publish(polygon)
-        self.pub_margin.publish(Float64(data=float(out.margin)))
+            self.pub_polygon.publish(self._polygon_writer.write(stamp, out.polygon))
+        self.pub_margin.publish(cdr.float64_message(float(out.margin)))
         self.counts["published"] += 1
 
     def margin_colour(self, margin: float) -> ColorRGBA:
@@ -460,7 +491,8 @@ class ZmpEstimatorNode(Node):
     # --- diagnostics, zeroing ------------------------------------------------------------
 
     def _warn(self, text: str) -> None:
-        self.get_logger().warning(text, throttle_duration_sec=1.0)
+        """A warning, at most one a second (all warnings of the node share the one throttle)."""
+        self._warnings.warning(text)
 
     def diagnostics_status(self) -> tuple[int, str]:
         """The level and message diagnostics report now."""
@@ -547,7 +579,7 @@ class ZmpEstimatorNode(Node):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``zmp_estimator``."""
-    return run_node(ZmpEstimatorNode, args, events=True)
+    return run_node(ZmpEstimatorNode, args, events=True, stop_signals=True)
 
 
 if __name__ == "__main__":

@@ -433,3 +433,65 @@ def test_partial_joint_states_update_only_their_joints(harness: Any) -> None:
     assert stamp == 11 * 10**9
     assert q[MODEL.q_index(["left_knee"])][0] == 0.3
     assert list(q[MODEL.q_index(["waist_pitch", "waist_roll"])]) == [0.1, -0.05]
+
+
+def _big_endian_wrench(stamp_ns: int, frame: str, values: np.ndarray) -> bytes:
+    """A WrenchStamped as big-endian CDR (another middleware's bytes): rclpy reads it, cdr does not."""
+    import struct
+
+    encoded = frame.encode() + b"\x00"
+    data = b"\x00\x00\x00\x00" + struct.pack(">iII", stamp_ns // 10**9, stamp_ns % 10**9, len(encoded))
+    data += encoded
+    return data + b"\x00" * (-(len(data) - 4) % 8) + struct.pack(">6d", *values)
+
+
+def test_typed_little_and_big_endian_inputs_give_one_zmp(harness: Any) -> None:
+    """A sample given as messages, as little-endian CDR bytes or as big-endian bytes: the same ZMP."""
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from humanoid_balance.nodes.common import stamp_msg
+
+    h = harness()
+    names = list(MODEL.joint_names)
+    wrenches = {"left": sensor_wrench("left", (0.03, -0.01), 300.0),
+                "right": sensor_wrench("right", (-0.02, 0.015), 200.0)}
+    zmps = {}
+    for k, encoding in enumerate(("typed", "little", "big")):
+        stamp = h.probe.get_clock().now().nanoseconds + k
+        joints = JointState(name=names, position=[0.0] * len(names))
+        joints.header.stamp = stamp_msg(stamp)
+        h.node._on_joint_states(joints if encoding == "typed" else serialize_message(joints))
+        for side, values in wrenches.items():
+            msg = WrenchStamped()
+            msg.header.stamp, msg.header.frame_id = stamp_msg(stamp), f"{side}_foot_ft"
+            (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z, msg.wrench.torque.x,
+             msg.wrench.torque.y, msg.wrench.torque.z) = (float(v) for v in values)
+            data = {"typed": msg, "little": serialize_message(msg),
+                    "big": _big_endian_wrench(stamp, f"{side}_foot_ft", values)}[encoding]
+            h.node._on_wrench(side, data)
+        assert h.node.last_output is not None and h.node.last_output.zmp_in_world is not None
+        zmps[encoding] = h.node.last_output.zmp_in_world.copy()
+    expected = (300.0 * world_point("left", (0.03, -0.01))
+                + 200.0 * world_point("right", (-0.02, 0.015))) / 500
+    np.testing.assert_allclose(zmps["typed"][:2], expected[:2], atol=1e-9)
+    assert np.array_equal(zmps["little"], zmps["typed"]) and np.array_equal(zmps["big"], zmps["typed"])
+
+
+def test_published_messages_read_back_as_built(harness: Any) -> None:
+    """/zmp, the feet's ZMPs, the polygon and the margin, written as bytes, arrive as proper messages."""
+    h = harness()
+    h.run({s: sensor_wrench(s, (0.02, 0.01), 270.0) for s in SIDES}, 10)
+    h.settle(0.1)
+    out = h.node.last_output
+    assert out is not None and out.zmp_in_world is not None and out.polygon is not None
+    last = h.zmp[-1]
+    assert (last.header.frame_id, last.point.z) == ("world", float(out.zmp_in_world[2]))
+    assert [last.point.x, last.point.y] == [float(v) for v in out.zmp_in_world[:2]]
+    assert h.foot["left"][-1].header.stamp == last.header.stamp
+    polygon = h.polygons[-1]
+    assert polygon.header.frame_id == "world"
+    assert [(p.x, p.y, p.z) for p in polygon.polygon.points] == \
+        [(float(np.float32(x)), float(np.float32(y)), 0.0) for x, y in out.polygon]
+    assert h.margins[-1] == float(out.margin)

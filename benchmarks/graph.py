@@ -1,0 +1,879 @@
+#!/usr/bin/env python3
+"""Each node's CPU as a process at its nominal rate, against a bare rclpy echo; the graph's real-time factor.
+
+1. ``<node>_cpu_pct``: each node started as a user starts it (its console
+   script with its parameter file and the overrides of ``graph.sim_graph``,
+   through :class:`humanoid_balance.processes.NodeProcess`; the lifecycle nodes
+   configured and activated by their services), fed by this process at its
+   nominal rate, its outputs subscribed here. CPU share = user + system time of
+   the process (``/proc/<pid>/stat``) over a measured window, in % of one core.
+
+   - ``zmp_estimator``: ``/joint_states`` (30 joints, position, velocity, effort,
+     every joint moving a little so that the sole poses are recomputed) and both
+     ``/{side}_foot/ft`` at 1 kHz, stamped with the wall clock.
+   - ``arm_balance``: ``/joint_states`` at 500 Hz, one control cycle per message
+     (``trigger: joint_states``, as in the simulation graph), activated.
+   - ``waist_controller``: the 500 Hz servo against the drives simulated in its
+     own process (``simulated_drives``), ``/waist/inclinometer`` at 1 kHz, activated.
+   - ``mujoco_sim``: physics and every sensor published at 1 kHz in real time,
+     ``/arm_balance/command`` at 500 Hz in.
+
+2. ``<node>_echo_cpu_pct``: the same traffic through a bare rclpy node
+   (``python benchmarks/graph.py --echo <node>``): the same topics and types in
+   (typed subscriptions), the same number and types of messages out (pre-built,
+   only the stamp set; the same rate-limited and timer outputs), the same
+   executor and shutdown (``nodes.common.run_node``), no computation. It is the floor this
+   rclpy sets for that traffic. ``<node>_echo_ratio``: node / echo, the median
+   of the per-round ratios, each round measuring the node and then its echo
+   (what counts on a shared machine: both see the same load). The echo cannot
+   stand for what is not ROS traffic: the waist's servo and CAN bus, the
+   physics of ``mujoco_sim``.
+
+3. ``graph_real_time_factor``: ``graph.sim_graph(lock_step=False)``, every node
+   its own process, free-running at real-time factor 1; simulated seconds over
+   wall seconds from ``/clock`` over the window, and each process's CPU. With
+   the strike: ``humanoid-balance demo --free-running --real-time-factor 1``
+   as a subprocess, its ``demo.json`` read (``demo_*``), when the demo has that
+   option.
+
+    python benchmarks/graph.py [--seconds 5] [--rounds 2] [--nodes zmp_estimator,...]
+                               [--no-graph] [--no-demo] [--domain-id 51]
+
+Writes benchmarks/results/graph.json (format of shared/RESULTS.md). Timing
+figures depend on the machine's load: read the ratios, measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from humanoid_balance.ros_env import use_loopback_dds
+
+HERE = Path(__file__).resolve()
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+DEFAULT_DOMAIN_ID = 94
+#: topics every node has that are no part of the measured traffic
+INFRASTRUCTURE = ("/rosout", "/parameter_events")
+
+JOINTS = (
+    [f"{side}_{j}" for side in ("left", "right")
+     for j in ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle_pitch", "ankle_roll")]
+    + ["waist_pitch", "waist_roll"]
+    + [f"{side}_{j}" for side in ("left", "right")
+       for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_yaw",
+                 "wrist_roll", "wrist_pitch")]
+    + ["neck_yaw", "neck_pitch"])
+ARM_JOINTS = [j for j in JOINTS if "shoulder" in j or "elbow" in j or "wrist" in j]
+
+
+# --- traffic descriptions ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Feed:
+    """A topic this process publishes to the node at ``rate_hz``."""
+
+    topic: str
+    type: str
+    rate_hz: float
+
+
+@dataclass(frozen=True)
+class Output:
+    """A topic the node publishes.
+
+    Attributes:
+        topic: its name.
+        type: ``package/msg/Type``.
+        every: one message per ``every`` trigger messages or thread cycles.
+        rate_hz: timer rate or thread cycles per second (``source`` "timer" or "thread").
+        source: ``trigger`` (in the callback of the trigger input), ``timer`` (an
+            executor timer), ``thread`` (a thread of its own, as the physics).
+    """
+
+    topic: str
+    type: str
+    source: str = "trigger"
+    every: int = 1
+    rate_hz: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One node's traffic at its nominal rate."""
+
+    name: str
+    feeds: tuple[Feed, ...]
+    outputs: tuple[Output, ...]
+    trigger: str = ""  # the input whose callback publishes the "trigger" outputs
+    extra_inputs: tuple[tuple[str, str], ...] = ()  # subscribed by the node, no traffic here
+    check_topic: str = ""  # an output whose rate shows that the node keeps up
+    check_rate_hz: float = 0.0
+    parameters: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+JS = "sensor_msgs/msg/JointState"
+WRENCH = "geometry_msgs/msg/WrenchStamped"
+POINT = "geometry_msgs/msg/PointStamped"
+DIAG = "diagnostic_msgs/msg/DiagnosticArray"
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario(
+        "zmp_estimator",
+        feeds=(Feed("/joint_states", JS, 1000.0), Feed("/left_foot/ft", WRENCH, 1000.0),
+               Feed("/right_foot/ft", WRENCH, 1000.0)),
+        trigger="/right_foot/ft",
+        outputs=(Output("/zmp", POINT), Output("/left_foot/zmp", POINT),
+                 Output("/right_foot/zmp", POINT),
+                 Output("/zmp/stability_margin", "std_msgs/msg/Float64"),
+                 # the polygon is sent when it changes: every sample, as the feet's joints move
+                 Output("/support_polygon", "geometry_msgs/msg/PolygonStamped"),
+                 Output("/zmp/markers", "visualization_msgs/msg/MarkerArray", every=50),
+                 Output("/diagnostics", DIAG, source="timer", rate_hz=1.0)),
+        check_topic="/zmp", check_rate_hz=1000.0),
+    Scenario(
+        "arm_balance",
+        feeds=(Feed("/joint_states", JS, 500.0),),
+        trigger="/joint_states",
+        outputs=(Output("/arm_balance/command", JS), Output("/arm_balance/momentum", WRENCH),
+                 Output("/arm_balance/model_zmp", POINT),
+                 Output("/diagnostics", DIAG, source="timer", rate_hz=10.0)),
+        extra_inputs=(("/arm_balance/job_twist", "geometry_msgs/msg/TwistStamped"),
+                      ("/arm_balance/job_joint_velocities", JS),
+                      ("/zmp/stability_margin", "std_msgs/msg/Float64")),
+        check_topic="/arm_balance/command", check_rate_hz=500.0,
+        note="trigger: joint_states (the simulation graph's), one cycle per message"),
+    Scenario(
+        "waist_controller",
+        feeds=(Feed("/waist/inclinometer", "sensor_msgs/msg/Imu", 100.0),),  # mujoco_sim's rate
+        outputs=(Output("/waist/joint_states", JS, source="timer", rate_hz=100.0),
+                 Output("/waist/tracking_error", "geometry_msgs/msg/Vector3Stamped",
+                        source="timer", rate_hz=100.0),
+                 Output("/waist/motor_states", DIAG, source="timer", rate_hz=10.0),
+                 Output("/diagnostics", DIAG, source="timer", rate_hz=10.0)),
+        extra_inputs=(("/waist/command", "trajectory_msgs/msg/JointTrajectory"),),
+        check_topic="/waist/joint_states", check_rate_hz=100.0,
+        note="the 500 Hz servo and the simulated CAN drives are not ROS traffic: the echo "
+             "has no counterpart for them"),
+    Scenario(
+        "mujoco_sim",
+        feeds=(Feed("/arm_balance/command", JS, 500.0),),
+        outputs=(*(Output(t, ty, source="thread", rate_hz=1000.0) for t, ty in (
+            ("/clock", "rosgraph_msgs/msg/Clock"), ("/joint_states", JS), ("/sim/com", POINT),
+            ("/sim/base_pose", "geometry_msgs/msg/PoseStamped"), ("/left_foot/ft", WRENCH),
+            ("/right_foot/ft", WRENCH), ("/left_foot/fsr", "std_msgs/msg/Float64MultiArray"),
+            ("/right_foot/fsr", "std_msgs/msg/Float64MultiArray"), ("/sim/cop", POINT))),
+                 Output("/waist/inclinometer", "sensor_msgs/msg/Imu", source="thread", every=10,
+                        rate_hz=1000.0),  # inclinometer_rate 100 Hz
+                 Output("/diagnostics", DIAG, source="timer", rate_hz=1.0)),
+        extra_inputs=(("/joint_commands", JS), ("/waist/joint_states", JS)),
+        check_topic="/clock", check_rate_hz=1000.0,
+        note="the echo has no physics: the ratio includes the MuJoCo step"),
+)}
+
+
+def message_class(type_name: str) -> Any:
+    """The Python class of ``package/msg/Type``."""
+    import importlib
+
+    package, _, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), name)
+
+
+# --- messages of a given size and content ----------------------------------------------------------
+
+def sample_message(type_name: str, topic: str) -> Any:
+    """A message of ``type_name`` with the content (sizes, names) the node sends on ``topic``."""
+    cls = message_class(type_name)
+    msg = cls()
+    if type_name == JS:
+        names = ARM_JOINTS if topic == "/arm_balance/command" else \
+            ["waist_pitch", "waist_roll"] if topic.startswith("/waist") else JOINTS
+        msg.name = list(names)
+        msg.position = [0.01 * k for k in range(len(names))]
+        msg.velocity = [0.0] * len(names)
+        if topic in ("/joint_states", "/waist/joint_states"):
+            msg.effort = [0.0] * len(names)
+    elif type_name == WRENCH:
+        msg.header.frame_id = f"{topic.split('/')[1]}_ft" if "foot" in topic else "W"
+        msg.wrench.force.z = 270.0
+        msg.wrench.torque.y = 1.0
+    elif type_name == POINT:
+        msg.header.frame_id = "world"
+    elif type_name == "geometry_msgs/msg/PolygonStamped":
+        from geometry_msgs.msg import Point32
+
+        msg.header.frame_id = "world"
+        msg.polygon.points = [Point32(x=x, y=y) for x, y in
+                              ((0.11, 0.26), (-0.11, 0.26), (-0.11, -0.26), (0.11, -0.26))]
+    elif type_name == "visualization_msgs/msg/MarkerArray":
+        from geometry_msgs.msg import Point
+        from visualization_msgs.msg import Marker
+
+        markers = []
+        for k in range(6):
+            m = Marker()
+            m.header.frame_id = "world"
+            m.ns, m.id = f"marker_{k}", k
+            m.pose.orientation.w = 1.0
+            if k == 3:
+                m.points = [Point(x=0.1 * i) for i in range(5)]
+            if k == 5:
+                m.text = "margin 42 mm"
+            markers.append(m)
+        msg.markers = markers
+    elif type_name == DIAG:
+        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+        status = DiagnosticStatus(name="node: status", message="double support, margin 50.0 mm")
+        status.values = [KeyValue(key=f"key_{k}", value=str(k)) for k in range(12)]
+        msg.status = [status]
+    elif type_name == "std_msgs/msg/Float64MultiArray":
+        msg.data = [100.0, 50.0, 50.0, 70.0]
+    elif type_name == "sensor_msgs/msg/Imu":
+        msg.header.frame_id = "waist_plate"
+        msg.orientation.w = 1.0
+    elif type_name == "geometry_msgs/msg/PoseStamped":
+        msg.header.frame_id = "world"
+        msg.pose.orientation.w = 1.0
+    return msg
+
+
+def set_stamp(msg: Any, sec: int, nanosec: int) -> None:
+    """Set the header stamp (or a Clock's clock) of ``msg`` when it has one."""
+    header = getattr(msg, "header", None)
+    if header is not None:
+        header.stamp.sec, header.stamp.nanosec = sec, nanosec
+    elif hasattr(msg, "clock"):
+        msg.clock.sec, msg.clock.nanosec = sec, nanosec
+
+
+class RawTemplate:
+    """A message serialized once; each send patches its stamp (and some doubles) into the bytes.
+
+    Every fed type starts with a ``std_msgs/Header``: after the 4-byte CDR
+    encapsulation come ``int32 sec, uint32 nanosec``. ``varying`` doubles are found
+    by serializing the message with sentinel values.
+    """
+
+    def __init__(self, msg: Any, varying: Sequence[str] = ()) -> None:
+        from rclpy.serialization import serialize_message
+
+        self.offsets: list[int] = []
+        sentinels = []
+        for k, path in enumerate(varying):
+            sentinel = 1.2345678901234567e-7 * (k + 1)
+            self._assign(msg, path, sentinel)
+            sentinels.append(sentinel)
+        data = serialize_message(msg)
+        for sentinel in sentinels:
+            offset = data.find(struct.pack("<d", sentinel))
+            if offset < 0:
+                raise RuntimeError(f"sentinel of {varying} not found in the serialized message")
+            self.offsets.append(offset)
+        self.buffer = bytearray(data)
+
+    @staticmethod
+    def _assign(msg: Any, path: str, value: float) -> None:
+        *parents, last = path.split(".")
+        target = msg
+        for part in parents:
+            target = getattr(target, part)
+        if "[" in last:
+            name, index = last[:-1].split("[")
+            values = list(getattr(target, name))
+            values[int(index)] = value
+            setattr(target, name, values)
+        else:
+            setattr(target, last, value)
+
+    def bytes(self, stamp_ns: int, values: Sequence[float] = ()) -> bytes:
+        """The message with ``stamp_ns`` and the varying doubles set to ``values``."""
+        struct.pack_into("<iI", self.buffer, 4, stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+        for offset, value in zip(self.offsets, values, strict=True):
+            struct.pack_into("<d", self.buffer, offset, value)
+        return bytes(self.buffer)
+
+
+def feed_templates(scenario: Scenario) -> list[tuple[Feed, RawTemplate, Callable[[int], list[float]]]]:
+    """Per feed: the template and the varying values of tick ``k``."""
+    out: list[tuple[Feed, RawTemplate, Callable[[int], list[float]]]] = []
+    for feed in scenario.feeds:
+        msg = sample_message(feed.type, feed.topic)
+        if feed.type == JS and feed.topic == "/joint_states":
+            count = len(msg.name)
+            template = RawTemplate(msg, [f"position[{j}]" for j in range(count)])
+
+            def joints(k: int, count: int = count) -> list[float]:
+                return [1e-4 * math.sin(0.01 * k + j) for j in range(count)]
+            out.append((feed, template, joints))
+        elif feed.type == WRENCH:
+            template = RawTemplate(msg, ["wrench.torque.y"])
+            out.append((feed, template, lambda k: [10.0 * math.sin(0.01 * k)]))
+        else:
+            out.append((feed, RawTemplate(msg), lambda k: []))
+    return out
+
+
+# --- the echo node (its own process) ------------------------------------------------------------------
+
+def echo_main(name: str) -> int:
+    """The bare rclpy echo of ``name``'s traffic, spun as the package's nodes are (run_node)."""
+    scenario = SCENARIOS[name]
+    from rclpy.node import Node
+
+    from humanoid_balance.nodes.common import run_node
+
+    class EchoNode(Node):
+        def __init__(self) -> None:
+            super().__init__(f"{name}_echo")
+            self.trigger_outputs = [
+                (self.create_publisher(message_class(o.type), o.topic, 100),
+                 sample_message(o.type, o.topic), o.every)
+                for o in scenario.outputs if o.source == "trigger"]
+            self.count = 0
+            for feed in scenario.feeds:
+                callback = self.on_trigger if feed.topic == scenario.trigger else self.on_input
+                self.create_subscription(message_class(feed.type), feed.topic, callback, 100)
+            for topic, type_name in scenario.extra_inputs:
+                self.create_subscription(message_class(type_name), topic, self.on_input, 100)
+            for output in scenario.outputs:
+                if output.source == "timer":
+                    publisher = self.create_publisher(message_class(output.type), output.topic, 100)
+                    message = sample_message(output.type, output.topic)
+                    # partial, not a lambda with defaults: rclpy hands a TimerInfo to a
+                    # callback that takes an argument
+                    self.create_timer(1.0 / output.rate_hz,
+                                      functools.partial(self.on_timer, publisher, message))
+            threaded = [o for o in scenario.outputs if o.source == "thread"]
+            self._stop = threading.Event()
+            self._thread: threading.Thread | None = None
+            if threaded:
+                publishers = [(self.create_publisher(message_class(o.type), o.topic, 10),
+                               sample_message(o.type, o.topic), o.every) for o in threaded]
+                self._thread = threading.Thread(
+                    target=self.run_thread, args=(publishers, threaded[0].rate_hz), daemon=True)
+                self._thread.start()
+
+        def on_input(self, msg: Any) -> None:
+            pass
+
+        def on_trigger(self, msg: Any) -> None:
+            self.count += 1
+            stamp = msg.header.stamp
+            for publisher, out, every in self.trigger_outputs:
+                if self.count % every == 0:
+                    set_stamp(out, stamp.sec, stamp.nanosec)
+                    publisher.publish(out)
+
+        def on_timer(self, publisher: Any, msg: Any) -> None:
+            now = self.get_clock().now().nanoseconds
+            set_stamp(msg, now // 1_000_000_000, now % 1_000_000_000)
+            publisher.publish(msg)
+
+        def run_thread(self, publishers: list[tuple[Any, Any, int]], rate_hz: float) -> None:
+            # paced like mujoco_sim's physics thread: sleep while ahead of the wall clock
+            import rclpy
+
+            period = 1.0 / rate_hz
+            wall0 = time.perf_counter()
+            k = 0
+            while not self._stop.is_set() and rclpy.ok(context=self.context):
+                k += 1
+                ns = round(k * period * 1e9)
+                for publisher, msg, every in publishers:
+                    if k % every == 0:
+                        set_stamp(msg, ns // 1_000_000_000, ns % 1_000_000_000)
+                        publisher.publish(msg)
+                ahead = k * period - (time.perf_counter() - wall0)
+                if ahead > 0.0005:
+                    time.sleep(ahead)
+
+        def destroy_node(self) -> None:
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout=2.0)
+            super().destroy_node()
+
+    return run_node(EchoNode, stop_signals=True)
+
+
+def events_executor(context: Any) -> Any:
+    """The EventsExecutor of ``context`` (driven by ``spin_once``, never ``spin``), else the classic one."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor(context=context)
+    return EventsExecutor(context=context)
+
+
+# --- measuring ----------------------------------------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far, s."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14, 15)
+
+
+class CpuWindow:
+    """CPU share of some processes between :meth:`start` and :meth:`stop`, % of one core."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._start: dict[str, float] = {}
+        self._wall = 0.0
+        self.percent: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._wall = time.monotonic()
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        wall = time.monotonic() - self._wall
+        self.percent = {name: 100.0 * (cpu_seconds(pid) - self._start[name]) / wall
+                        for name, pid in self.pids.items()}
+        return self.percent
+
+
+class EchoProcess:
+    """``python benchmarks/graph.py --echo NAME`` as a process, output to ``log_path``."""
+
+    def __init__(self, name: str, log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "w")  # noqa: SIM115 (closed in stop)
+        self.popen = subprocess.Popen([sys.executable, str(HERE), "--echo", name],
+                                      stdout=self._log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=dict(os.environ))
+        self.pid = self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self) -> bool:
+        """SIGINT; True when it exited with 0 within 2 s."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self._log.close()
+        return self.popen.returncode == 0
+
+
+def stop_process(process: Any) -> bool:
+    """Stop a node or echo process (SIGINT, SIGKILL after 2 s); True when it exited cleanly."""
+    if isinstance(process, EchoProcess):
+        return process.stop()
+    return bool(process.stop().clean)
+
+
+class Feeder:
+    """This process's side: publishes a scenario's inputs (raw CDR) and counts the node's outputs."""
+
+    def __init__(self, context: Any, scenario: Scenario, tag: str) -> None:
+        import rclpy
+
+        self.scenario = scenario
+        self.node = rclpy.create_node(f"graph_benchmark_{tag}", context=context)
+        # the EventsExecutor: this process takes up to 11 000 messages a second (mujoco_sim)
+        self.executor = events_executor(context)
+        self.executor.add_node(self.node)
+        self.feeds = [(self.node.create_publisher(message_class(f.type), f.topic, 100), f, t, v)
+                      for f, t, v in feed_templates(scenario)]
+        self.counts: dict[str, int] = {o.topic: 0 for o in scenario.outputs}
+        self.subscriptions = [
+            self.node.create_subscription(message_class(o.type), o.topic,
+                                          lambda _m, t=o.topic: self._count(t), 100, raw=True)
+            for o in scenario.outputs]
+        self.published = 0
+        self.failed = 0  # publications DDS refused (a reliable reader that does not take)
+        self._tick = 0
+
+    def _count(self, topic: str) -> None:
+        self.counts[topic] += 1
+
+    def connected(self) -> bool:
+        """Every input has a subscriber and every output a publisher."""
+        return all(p.get_subscription_count() > 0 for p, *_ in self.feeds) and \
+            all(s.get_publisher_count() > 0 for s in self.subscriptions)
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        """Spin without feeding."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not (until and until()):
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def feed(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        """Publish every feed at its rate for ``seconds`` (or until ``until()``), spinning between."""
+        if not self.feeds:
+            self.spin(seconds, until)
+            return
+        fastest = max(f.rate_hz for _, f, _, _ in self.feeds)
+        period = 1.0 / fastest
+        start = time.monotonic()
+        next_tick = start
+        while time.monotonic() - start < seconds and not (until and until()):
+            now = time.monotonic()
+            if now >= next_tick:
+                if now - next_tick > 0.05:  # far behind (the machine is loaded): no burst
+                    next_tick = now
+                stamp = time.time_ns()
+                k = self._tick
+                for publisher, feed, template, values in self.feeds:
+                    if feed.rate_hz >= fastest or k % round(fastest / feed.rate_hz) == 0:
+                        try:
+                            publisher.publish(template.bytes(stamp, values(k)))
+                        except Exception:  # rclpy's RCLError: a reliable reader that does not take
+                            self.failed += 1
+                        else:
+                            self.published += 1
+                self._tick += 1
+                next_tick += period
+            self.executor.spin_once(timeout_sec=max(0.0, next_tick - time.monotonic()))
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def publishers_of(feeder: Feeder, node_name: str) -> set[str]:
+    """The topics node ``node_name`` publishes, as the graph shows them (infrastructure left out)."""
+    try:
+        found = feeder.node.get_publisher_names_and_types_by_node(node_name, "/")
+    except Exception:  # the node is gone or not discovered: nothing to compare
+        return set()
+    return {topic for topic, _ in found if topic not in INFRASTRUCTURE and
+            not topic.endswith("/transition_event")}
+
+
+@dataclass
+class Measurement:
+    """One process fed one scenario."""
+
+    cpu_pct: float
+    check_rate_hz: float  # of the scenario's check topic
+    clean_exit: bool
+    published_hz: float
+    problem: str = ""
+    topics: set[str] = field(default_factory=set)
+    rates_hz: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def us_per_output(self) -> float:
+        """CPU per message of the check topic, µs: what a node costs per sample it gets through."""
+        if not self.check_rate_hz or math.isnan(self.check_rate_hz):
+            return math.nan
+        return 1e4 * self.cpu_pct / self.check_rate_hz
+
+
+def measure(context: Any, scenario: Scenario, kind: str, seconds: float, logs: Path,
+            round_index: int) -> Measurement:
+    """Start the node (``kind`` "node") or its echo, feed it, measure its CPU over ``seconds``."""
+    from humanoid_balance import graph
+    from humanoid_balance.processes import LifecycleClient, LifecycleError, NodeProcess
+
+    tag = f"{scenario.name}_{kind}_{round_index}"
+    feeder = Feeder(context, scenario, tag)
+    process: NodeProcess | EchoProcess | None = None
+    node_name = scenario.name
+    try:
+        if kind == "node":
+            spec = next(n for n in graph.sim_graph(lock_step=False) if n.name == scenario.name)
+            spec = spec.with_parameters(use_sim_time=False, **scenario.parameters)
+            process = NodeProcess(spec, log_path=logs / f"{tag}.log")
+            if spec.spec.lifecycle:
+                client = LifecycleClient(feeder.node, scenario.name, executor=feeder.executor)
+                try:
+                    client.bring_up(timeout=30.0)
+                except LifecycleError as error:
+                    return Measurement(math.nan, math.nan, stop_process(process), 0.0,
+                                       problem=str(error))
+        else:
+            process = EchoProcess(scenario.name, logs / f"{tag}.log")
+            node_name = f"{scenario.name}_echo"
+        end = time.monotonic() + 30.0
+        while not feeder.connected() and time.monotonic() < end and process.alive():
+            feeder.spin(0.05)
+        if not process.alive():
+            return Measurement(math.nan, math.nan, False, 0.0, problem="the process ended early")
+        check = scenario.check_topic
+        feeder.feed(20.0, until=lambda: feeder.counts[check] > 0)
+        if feeder.counts[check] == 0:
+            problem = f"no {check} within 20 s of feeding"
+            return Measurement(math.nan, math.nan, stop_process(process), 0.0, problem=problem)
+        feeder.feed(1.5)  # warm-up
+        topics = publishers_of(feeder, node_name)
+        window = CpuWindow({"process": process.pid})
+        before = dict(feeder.counts)
+        published = feeder.published
+        window.start()
+        t0 = time.monotonic()
+        feeder.feed(seconds)
+        cpu = window.stop()["process"]
+        elapsed = time.monotonic() - t0
+        rates = {t: (feeder.counts[t] - before[t]) / elapsed for t in feeder.counts}
+        fed = (feeder.published - published) / elapsed
+        # stopped while fed: the exit is checked at full rate, as a user stops a running graph
+        stopped: list[bool] = []
+        stopping = threading.Thread(target=lambda: stopped.append(stop_process(process)))
+        stopping.start()
+        feeder.feed(5.0, until=lambda: not stopping.is_alive())
+        stopping.join()
+        return Measurement(cpu, rates[check], stopped[0], fed, topics=topics, rates_hz=rates)
+    finally:
+        if process is not None and process.alive():
+            stop_process(process)
+        feeder.close()
+
+
+def clock_listener(context: Any) -> tuple[Any, Any, list[tuple[float, int]]]:
+    """A node of this process recording (wall time, /clock ns) of each /clock message."""
+    import rclpy
+    from rosgraph_msgs.msg import Clock
+
+    node = rclpy.create_node("graph_benchmark_clock", context=context)
+    executor = events_executor(context)
+    executor.add_node(node)
+    samples: list[tuple[float, int]] = []
+
+    def on_clock(data: bytes) -> None:
+        sec, nanosec = struct.unpack_from("<iI", data, 4)
+        samples.append((time.monotonic(), sec * 1_000_000_000 + nanosec))
+
+    node.create_subscription(Clock, "/clock", on_clock, 100, raw=True)
+    return node, executor, samples
+
+
+def graph_run(context: Any, seconds: float, logs: Path) -> dict[str, Any]:
+    """The simulation graph free-running as processes: its real-time factor and each node's CPU."""
+    from humanoid_balance import graph
+    from humanoid_balance.processes import LifecycleClient, LifecycleError, NodeProcess
+
+    nodes = graph.sim_graph(lock_step=False, real_time_factor=1.0)
+    node, executor, samples = clock_listener(context)
+    processes: list[NodeProcess] = []
+    problems: list[str] = []
+    result: dict[str, Any] = {}
+    try:
+        for spec in nodes:
+            processes.append(NodeProcess(spec, log_path=logs / f"graph_{spec.name}.log"))
+        for spec in graph.lifecycle_nodes(nodes):
+            try:
+                LifecycleClient(node, spec.name, executor=executor).bring_up(timeout=30.0)
+            except LifecycleError as error:
+                problems.append(f"{spec.name}: {error}")
+
+        def spin(duration: float) -> None:
+            end = time.monotonic() + duration
+            while time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.01)
+
+        spin(3.0)  # warm-up
+        window = CpuWindow({p.name: p.pid for p in processes if p.alive()})
+        first = len(samples)
+        window.start()
+        spin(seconds)
+        cpu = window.stop()
+        measured = samples[first:]
+        if len(measured) >= 2:
+            (w0, s0), (w1, s1) = measured[0], measured[-1]
+            result["real_time_factor"] = (s1 - s0) * 1e-9 / (w1 - w0)
+        else:
+            result["real_time_factor"] = math.nan
+            problems.append("no /clock while measuring")
+        result["cpu"] = cpu
+        result["alive"] = {p.name: p.alive() for p in processes}
+    finally:
+        for process in reversed(processes):
+            report = process.stop()
+            if not report.clean:
+                problems.append(f"{process.name} did not exit cleanly (status {report.returncode}"
+                                f"{', traceback' if report.traceback else ''})")
+        executor.shutdown()
+        node.destroy_node()
+    result["problems"] = problems
+    return result
+
+
+def demo_run(domain_id: int, logs: Path) -> dict[str, Any]:
+    """``humanoid-balance demo --free-running --real-time-factor 1`` as a subprocess; its demo.json."""
+    from humanoid_balance.processes import executable_path
+
+    cli = executable_path("humanoid-balance")
+    helptext = subprocess.run([cli, "demo", "--help"], capture_output=True, text=True,
+                              timeout=120, check=False).stdout
+    if "--free-running" not in helptext:
+        return {"problem": "humanoid-balance demo has no --free-running yet"}
+    out = logs / "demo"
+    command = [cli, "demo", "--free-running", "--real-time-factor", "1", "--out", str(out),
+               "--domain-id", str(domain_id)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    (logs / "demo.log").write_text(done.stdout + done.stderr)
+    path = out / "demo.json"
+    if not path.is_file():
+        return {"problem": f"demo exited {done.returncode} without demo.json (log {logs / 'demo.log'})"}
+    document = json.loads(path.read_text())
+    return {"returncode": done.returncode, "metrics": document.get("metrics", {}),
+            "command": " ".join(command[1:])}
+
+
+# --- main -------------------------------------------------------------------------------------------------
+
+def _round(value: float, digits: int = 1) -> float | str:
+    return "nan" if math.isnan(value) else round(value, digits)
+
+
+def _median(values: Sequence[float], digits: int = 1) -> float | str:
+    """The median of the values that are numbers, rounded; "nan" when there is none."""
+    numbers = [v for v in values if not math.isnan(v)]
+    return round(statistics.median(numbers), digits) if numbers else "nan"
+
+
+def _ratios(pairs: Sequence[tuple[float, float]]) -> list[float]:
+    """a / b of each pair of numbers with b > 0."""
+    return [a / b for a, b in pairs if not (math.isnan(a) or math.isnan(b)) and b > 0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="measured window, s (default 5)")
+    parser.add_argument("--rounds", type=int, default=2, help="node then echo, this many times")
+    parser.add_argument("--nodes", default=",".join(SCENARIOS),
+                        help=f"comma-separated, of {list(SCENARIOS)}")
+    parser.add_argument("--no-graph", action="store_true", help="skip the whole-graph run")
+    parser.add_argument("--no-demo", action="store_true", help="skip the demo with the strike")
+    parser.add_argument("--domain-id", type=int,
+                        default=int(os.environ.get("ROS_DOMAIN_ID", DEFAULT_DOMAIN_ID)))
+    parser.add_argument("--logs", type=Path, default=None, help="folder for the processes' logs")
+    parser.add_argument("--echo", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    use_loopback_dds(args.domain_id)
+    if args.echo is not None:
+        return echo_main(args.echo)
+
+    import rclpy
+    from rclpy.context import Context
+
+    from humanoid_balance.results import metric, write_results
+
+    names = [n for n in args.nodes.split(",") if n]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"--nodes {unknown}: choose from {list(SCENARIOS)}")
+    logs = args.logs or Path(tempfile.mkdtemp(prefix="graph_benchmark_"))
+    logs.mkdir(parents=True, exist_ok=True)
+    print(f"logs in {logs}; load average {os.getloadavg()}", flush=True)
+    context = Context()
+    rclpy.init(context=context)
+    metrics: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    try:
+        for name in names:
+            scenario = SCENARIOS[name]
+            runs: dict[str, list[Measurement]] = {"node": [], "echo": []}
+            for r in range(args.rounds):
+                for kind in ("node", "echo"):
+                    m = measure(context, scenario, kind, args.seconds, logs, r)
+                    runs[kind].append(m)
+                    print(f"{name} {kind} round {r}: cpu {m.cpu_pct:.1f} %, {scenario.check_topic} "
+                          f"{m.check_rate_hz:.0f} Hz ({m.us_per_output:.0f} us of CPU each), fed "
+                          f"{m.published_hz:.0f} msg/s, clean exit {m.clean_exit}, load "
+                          f"{os.getloadavg()[0]:.2f} {m.problem}", flush=True)
+            pairs = list(zip(runs["node"], runs["echo"], strict=True))
+            ratios = _ratios([(n.cpu_pct, e.cpu_pct) for n, e in pairs])
+            sample_ratios = _ratios([(n.us_per_output, e.us_per_output) for n, e in pairs])
+            metrics[f"{name}_cpu_pct"] = metric(
+                _median([m.cpu_pct for m in runs["node"]]), "% of a core", better="lower")
+            metrics[f"{name}_echo_cpu_pct"] = metric(
+                _median([m.cpu_pct for m in runs["echo"]]), "% of a core")
+            metrics[f"{name}_echo_ratio"] = metric(_median(ratios, 2), "x", target=1.5, better="lower")
+            metrics[f"{name}_echo_ratios_per_round"] = metric(",".join(f"{r:.2f}" for r in ratios), "x")
+            # CPU per message of the check topic: still comparable when a loaded machine kept a
+            # process below its nominal rate (its CPU share then understates its cost)
+            metrics[f"{name}_cpu_us_per_sample"] = metric(
+                _median([m.us_per_output for m in runs["node"]], 0), "us", better="lower")
+            metrics[f"{name}_echo_cpu_us_per_sample"] = metric(
+                _median([m.us_per_output for m in runs["echo"]], 0), "us")
+            metrics[f"{name}_echo_ratio_per_sample"] = metric(_median(sample_ratios, 2), "x",
+                                                              target=1.5, better="lower")
+            rate = _median([m.check_rate_hz for m in runs["node"]])
+            metrics[f"{name}_output_rate_hz"] = metric(rate, "Hz", target=scenario.check_rate_hz,
+                                                       better="higher")
+            problems = sorted({m.problem for m in runs["node"] + runs["echo"] if m.problem})
+            if isinstance(rate, float) and rate < 0.95 * scenario.check_rate_hz:
+                problems.append(f"{scenario.check_topic} at {rate:.0f} Hz, below the nominal "
+                                f"{scenario.check_rate_hz:.0f} Hz (the machine's load?): read the "
+                                "per-sample figures")
+            unclean = sum(not m.clean_exit for m in runs["node"])
+            node_topics = set().union(*(m.topics for m in runs["node"]))
+            expected = {o.topic for o in scenario.outputs}
+            missing, extra = expected - node_topics, node_topics - expected
+            if node_topics and (missing or extra):
+                problems.append(f"echo outputs differ from the node's: node lacks {sorted(missing)}, "
+                                f"node has more {sorted(extra)}")
+            for topic in sorted(expected):
+                node_rate = statistics.median(m.rates_hz.get(topic, math.nan) for m in runs["node"])
+                echo_rate = statistics.median(m.rates_hz.get(topic, math.nan) for m in runs["echo"])
+                if abs(node_rate - echo_rate) > max(2.0, 0.05 * echo_rate):
+                    problems.append(f"{topic}: node {node_rate:.0f} Hz, echo {echo_rate:.0f} Hz")
+            if unclean:
+                problems.append(f"{unclean} of {len(runs['node'])} node runs did not exit cleanly")
+            if scenario.note:
+                notes.append(f"{name}: {scenario.note}")
+            if problems:
+                notes.append(f"{name}: " + "; ".join(problems))
+        if not args.no_graph:
+            result = graph_run(context, max(args.seconds, 10.0), logs)
+            metrics["graph_real_time_factor"] = metric(_round(result["real_time_factor"], 3), "",
+                                                       target=0.95, better="higher")
+            for name, value in result["cpu"].items():
+                metrics[f"graph_{name}_cpu_pct"] = metric(_round(value), "% of a core")
+            metrics["graph_total_cpu_pct"] = metric(_round(sum(result["cpu"].values())),
+                                                    "% of a core")
+            notes.append("graph: sim_graph(lock_step=False) without a driver (no strike): "
+                         "the robot stands, arm_balance holds")
+            if result["problems"]:
+                notes.append("graph: " + "; ".join(result["problems"]))
+        if not args.no_demo:
+            demo = demo_run(args.domain_id, logs)
+            if "problem" in demo:
+                notes.append(f"demo with the strike: not measured ({demo['problem']})")
+            else:
+                for key, entry in demo["metrics"].items():
+                    if "real_time_factor" in key or "ratio" in key or "cop_peak" in key:
+                        metrics[f"demo_{key}"] = entry
+                notes.append(f"demo: {demo['command']} exited {demo['returncode']}")
+    finally:
+        rclpy.try_shutdown(context=context)
+    metrics["load_average_1min_at_end"] = metric(round(os.getloadavg()[0], 2), "")
+    metrics["notes"] = metric(" | ".join(notes))
+    command = " ".join(["python benchmarks/graph.py", *sys.argv[1:]])
+    write_results("graph", metrics, command=command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,436 @@
+"""Read and write the few messages of the 1 kHz paths as CDR bytes, without building rclpy messages.
+
+A subscription created with ``raw=True`` hands its callback the serialized
+message; a publisher publishes ``bytes`` as they are (both in rclpy since
+Humble). Turning those bytes into a Python message costs about 20 µs (a
+``WrenchStamped`` builds seven Python objects), and a message into bytes about
+as much again: at 1 kHz on three inputs and four outputs that is most of a
+node's own CPU. The readers here take the fields a node uses straight from the
+bytes (``struct``, ``numpy.frombuffer``); the writers patch the stamp and the
+values into a template serialized once.
+
+The format is the one ROS 2's middlewares use for these types: an
+encapsulation header of four bytes (``00 01``: plain CDR, little endian; then
+two option bytes), then the fields in order, each aligned to its size (8 for
+``float64``) counted from the end of the encapsulation header; a string is a
+``uint32`` length including its NUL, then its bytes and the NUL; a sequence a
+``uint32`` count, then its elements (no alignment for an empty one). Anything
+else (big endian, XCDR2) is refused with :class:`InvalidInputError`; callers
+then fall back to ``rclpy.serialization.deserialize_message``. Padding bytes
+are written as zeros (rclpy leaves whatever was in memory there: compare
+messages, not bytes).
+
+No rclpy here: ``test/test_cdr.py`` checks every reader and writer against
+``rclpy.serialization`` on random messages.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from humanoid_balance.exceptions import InvalidInputError
+
+#: plain CDR, little endian, no options
+ENCAPSULATION = b"\x00\x01\x00\x00"
+#: the payload starts after the encapsulation header; alignment counts from there
+PAYLOAD_START = 4
+
+_STAMP = struct.Struct("<iI")
+_HEADER = struct.Struct("<iII")  # stamp sec, nanosec, frame_id length
+_UINT32 = struct.Struct("<I")
+_DOUBLE = struct.Struct("<d")
+_VECTOR3 = struct.Struct("<3d")
+_WRENCH = struct.Struct("<6d")
+_EMPTY = np.zeros(0)
+_EMPTY.flags.writeable = False
+
+
+def _align(offset: int, size: int) -> int:
+    """``offset`` in the buffer moved up to a multiple of ``size`` counted from the payload start."""
+    return offset + (-(offset - PAYLOAD_START) % size)
+
+
+def _check_encapsulation(data: bytes, what: str) -> None:
+    if data[:2] != ENCAPSULATION[:2]:
+        raise InvalidInputError(
+            f"{what}: encapsulation {data[:4].hex(' ') or 'none'}, expected {ENCAPSULATION[:2].hex(' ')} "
+            "(plain CDR, little endian): deserialize it with rclpy instead")
+
+
+def _string(data: bytes, offset: int) -> tuple[str, int]:
+    """The string at ``offset`` (aligned to 4 here) and the offset after it."""
+    offset = _align(offset, 4)
+    (length,) = _UINT32.unpack_from(data, offset)
+    start = offset + 4
+    end = start + length
+    if end > len(data):
+        raise InvalidInputError(f"a string of {length} bytes at offset {start} runs past the "
+                                f"message's {len(data)} bytes")
+    return data[start:end - 1].decode() if length else "", end
+
+
+def _doubles(data: bytes, offset: int) -> tuple[np.ndarray, int]:
+    """The ``float64[]`` at ``offset`` (a read-only view of ``data``) and the offset after it."""
+    offset = _align(offset, 4)
+    (count,) = _UINT32.unpack_from(data, offset)
+    offset += 4
+    if not count:
+        return _EMPTY, offset
+    offset = _align(offset, 8)
+    end = offset + 8 * count
+    if end > len(data):
+        raise InvalidInputError(f"{count} float64 values at offset {offset} run past the "
+                                f"message's {len(data)} bytes")
+    return np.frombuffer(data, dtype="<f8", count=count, offset=offset), end
+
+
+def _read_header(data: bytes, what: str) -> tuple[int, str, int]:
+    """(stamp ns, frame_id, offset after the header) of a message that starts with a Header."""
+    _check_encapsulation(data, what)
+    sec, nanosec, length = _HEADER.unpack_from(data, PAYLOAD_START)
+    end = 16 + length
+    if end > len(data):
+        raise InvalidInputError(f"{what}: frame_id of {length} bytes runs past the message's "
+                                f"{len(data)} bytes")
+    frame_id = data[16:end - 1].decode() if length else ""
+    return sec * 1_000_000_000 + nanosec, frame_id, end
+
+
+def header_stamp_ns(data: bytes) -> int:
+    """The header stamp [ns] of a serialized message whose first field is a ``std_msgs/Header``.
+
+    Raises:
+        InvalidInputError: not plain little-endian CDR, or shorter than a stamp.
+    """
+    _check_encapsulation(data, "header stamp")
+    try:
+        sec, nanosec = _STAMP.unpack_from(data, PAYLOAD_START)
+    except struct.error as error:
+        raise InvalidInputError(f"header stamp: {len(data)} bytes, too short ({error})") from error
+    return sec * 1_000_000_000 + nanosec
+
+
+class StampedWrench(NamedTuple):
+    """The fields of a ``geometry_msgs/WrenchStamped``.
+
+    Attributes:
+        stamp_ns: header stamp [ns].
+        frame_id: header frame.
+        values: force x, y, z [N], torque x, y, z [N m].
+    """
+
+    stamp_ns: int
+    frame_id: str
+    values: tuple[float, float, float, float, float, float]
+
+
+def read_wrench_stamped(data: bytes) -> StampedWrench:
+    """A serialized ``geometry_msgs/WrenchStamped``.
+
+    Raises:
+        InvalidInputError: not plain little-endian CDR, or truncated.
+    """
+    try:
+        stamp, frame_id, offset = _read_header(data, "WrenchStamped")
+        values = _WRENCH.unpack_from(data, _align(offset, 8))
+    except (struct.error, UnicodeDecodeError) as error:
+        raise InvalidInputError(f"WrenchStamped of {len(data)} bytes: {error}") from error
+    return StampedWrench(stamp, frame_id, values)  # type: ignore[arg-type]
+
+
+class JointStateSample(NamedTuple):
+    """The fields of a ``sensor_msgs/JointState``.
+
+    ``position``, ``velocity`` and ``effort`` are read-only views of the
+    message's bytes (copy them to keep or change them).
+
+    Attributes:
+        stamp_ns: header stamp [ns].
+        frame_id: header frame.
+        names: joint names.
+        position: rad or m, as many as the message has (may differ from ``names``).
+        velocity: rad/s or m/s.
+        effort: N m or N.
+    """
+
+    stamp_ns: int
+    frame_id: str
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+class JointStateReader:
+    """Reads serialized ``sensor_msgs/JointState`` messages.
+
+    A publisher sends the same names in every message: the reader keeps the
+    bytes of the last names and decodes the names again only when they change.
+    """
+
+    def __init__(self) -> None:
+        self._names_bytes = b""
+        self._names: tuple[str, ...] = ()
+
+    def read(self, data: bytes) -> JointStateSample:
+        """The message's fields.
+
+        Raises:
+            InvalidInputError: not plain little-endian CDR, or truncated.
+        """
+        try:
+            stamp, frame_id, offset = _read_header(data, "JointState")
+            start = _align(offset, 4)
+            known = self._names_bytes
+            if known and data[start:start + len(known)] == known:
+                names = self._names
+                offset = start + len(known)
+            else:
+                (count,) = _UINT32.unpack_from(data, start)
+                offset = start + 4
+                decoded = []
+                for _ in range(count):
+                    name, offset = _string(data, offset)
+                    decoded.append(name)
+                names = tuple(decoded)
+                self._names_bytes, self._names = bytes(data[start:offset]), names
+            position, offset = _doubles(data, offset)
+            velocity, offset = _doubles(data, offset)
+            effort, offset = _doubles(data, offset)
+        except (struct.error, UnicodeDecodeError, ValueError) as error:
+            if isinstance(error, InvalidInputError):
+                raise
+            raise InvalidInputError(f"JointState of {len(data)} bytes: {error}") from error
+        return JointStateSample(stamp, frame_id, names, position, velocity, effort)
+
+
+def read_float64_multi_array(data: bytes) -> np.ndarray:
+    """The ``data`` of a serialized ``std_msgs/Float64MultiArray`` (a read-only view).
+
+    Raises:
+        InvalidInputError: not plain little-endian CDR, or truncated.
+    """
+    _check_encapsulation(data, "Float64MultiArray")
+    try:
+        (dims,) = _UINT32.unpack_from(data, PAYLOAD_START)
+        offset = PAYLOAD_START + 4
+        for _ in range(dims):  # label, size, stride
+            _, offset = _string(data, offset)
+            offset = _align(offset, 4) + 8
+        offset = _align(offset, 4) + 4  # data_offset
+        values, _ = _doubles(data, offset)
+    except (struct.error, UnicodeDecodeError) as error:
+        raise InvalidInputError(f"Float64MultiArray of {len(data)} bytes: {error}") from error
+    return values
+
+
+# --- writers -------------------------------------------------------------------------------------
+
+def _header_template(frame_id: str) -> bytearray:
+    """Encapsulation, a zero stamp and ``frame_id``: the start of every stamped message."""
+    encoded = frame_id.encode()
+    return bytearray(ENCAPSULATION + _HEADER.pack(0, 0, len(encoded) + 1) + encoded + b"\x00")
+
+
+def _pad(buffer: bytearray, size: int) -> None:
+    buffer.extend(b"\x00" * (_align(len(buffer), size) - len(buffer)))
+
+
+def _pack_stamp(buffer: bytearray, stamp_ns: int) -> None:
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    _STAMP.pack_into(buffer, PAYLOAD_START, sec, nanosec)
+
+
+class StampedDoublesWriter:
+    """Serialized messages made of a ``std_msgs/Header`` and then only ``float64`` fields.
+
+    ``PointStamped`` (3), ``WrenchStamped`` (6: force, torque), ``PoseStamped``
+    (7: position, orientation x, y, z, w), ``Imu`` (37: orientation, its
+    covariance, angular velocity, its covariance, linear acceleration, its
+    covariance): the doubles follow each other without padding once the first
+    is aligned. The template holds ``initial``; :meth:`write` sets the stamp and
+    the values given, from index ``at``.
+
+    Args:
+        frame_id: the header frame of every message.
+        initial: every double of the message, in field order.
+    """
+
+    def __init__(self, frame_id: str, initial: Sequence[float]) -> None:
+        self._buffer = _header_template(frame_id)
+        _pad(self._buffer, 8)
+        self._start = len(self._buffer)
+        self.size = len(initial)
+        self._buffer.extend(struct.pack(f"<{self.size}d", *initial))
+        self._packers: dict[int, struct.Struct] = {}
+
+    def write(self, stamp_ns: int, values: Sequence[float] | np.ndarray, at: int = 0) -> bytes:
+        """The message stamped ``stamp_ns`` [ns] with ``values`` from double ``at`` on."""
+        _pack_stamp(self._buffer, stamp_ns)
+        count = len(values)
+        if not 0 <= at <= self.size - count:
+            raise InvalidInputError(f"{count} values from index {at} do not fit the message's "
+                                    f"{self.size} doubles")
+        packer = self._packers.get(count)
+        if packer is None:
+            packer = self._packers[count] = struct.Struct(f"<{count}d")
+        packer.pack_into(self._buffer, self._start + 8 * at, *values)
+        return bytes(self._buffer)
+
+
+class PointStampedWriter:
+    """Serialized ``geometry_msgs/PointStamped`` messages in one frame.
+
+    Args:
+        frame_id: the header frame of every message.
+    """
+
+    def __init__(self, frame_id: str) -> None:
+        self._writer = StampedDoublesWriter(frame_id, (0.0, 0.0, 0.0))
+
+    def write(self, stamp_ns: int, x: float, y: float, z: float) -> bytes:
+        """The message stamped ``stamp_ns`` [ns] at point (x, y, z)."""
+        return self._writer.write(stamp_ns, (x, y, z))
+
+
+def wrench_stamped_writer(frame_id: str) -> StampedDoublesWriter:
+    """A writer of ``geometry_msgs/WrenchStamped``: ``write(stamp_ns, (fx, fy, fz, tx, ty, tz))``."""
+    return StampedDoublesWriter(frame_id, (0.0,) * 6)
+
+
+def pose_stamped_writer(frame_id: str) -> StampedDoublesWriter:
+    """A writer of ``geometry_msgs/PoseStamped``: ``write(stamp_ns, (x, y, z, qx, qy, qz, qw))``."""
+    return StampedDoublesWriter(frame_id, (0.0,) * 6 + (1.0,))
+
+
+#: where the fields of a ``sensor_msgs/Imu`` start among its 37 doubles
+IMU_ORIENTATION, IMU_ANGULAR_VELOCITY, IMU_LINEAR_ACCELERATION = 0, 13, 25
+
+
+def imu_writer(frame_id: str, orientation_covariance: Sequence[float] = (0.0,) * 9,
+               angular_velocity_covariance: Sequence[float] = (0.0,) * 9,
+               linear_acceleration_covariance: Sequence[float] = (0.0,) * 9) -> StampedDoublesWriter:
+    """A writer of ``sensor_msgs/Imu`` with fixed covariances (``-1`` first: not provided).
+
+    ``write(stamp_ns, (qx, qy, qz, qw))`` sets the orientation; ``at=IMU_ANGULAR_VELOCITY``
+    or ``IMU_LINEAR_ACCELERATION`` the other vectors.
+    """
+    initial = [0.0, 0.0, 0.0, 1.0, *orientation_covariance, 0.0, 0.0, 0.0,
+               *angular_velocity_covariance, 0.0, 0.0, 0.0, *linear_acceleration_covariance]
+    if len(initial) != 37:
+        raise InvalidInputError("each Imu covariance takes 9 values")
+    return StampedDoublesWriter(frame_id, initial)
+
+
+class PolygonStampedWriter:
+    """Serialized ``geometry_msgs/PolygonStamped`` messages of points in a plane, in one frame.
+
+    Args:
+        frame_id: the header frame of every message.
+    """
+
+    def __init__(self, frame_id: str) -> None:
+        self._header = _header_template(frame_id)
+        _pad(self._header, 4)
+
+    def write(self, stamp_ns: int, points_xy: np.ndarray, z: float = 0.0) -> bytes:
+        """The polygon of ``points_xy`` (n x 2, m) at height ``z`` [m], stamped ``stamp_ns`` [ns].
+
+        Coordinates become ``float32`` (``Point32``) by rounding to nearest, as rclpy does.
+        """
+        _pack_stamp(self._header, stamp_ns)
+        points = np.empty((len(points_xy), 3), dtype="<f4")
+        points[:, :2] = points_xy
+        points[:, 2] = z
+        return bytes(self._header) + _UINT32.pack(len(points)) + points.tobytes()
+
+
+def float64_message(value: float) -> bytes:
+    """A serialized ``std_msgs/Float64``."""
+    return ENCAPSULATION + _DOUBLE.pack(value)
+
+
+def clock_message(stamp_ns: int) -> bytes:
+    """A serialized ``rosgraph_msgs/Clock``."""
+    return ENCAPSULATION + _STAMP.pack(*divmod(stamp_ns, 1_000_000_000))
+
+
+#: a Float64MultiArray without layout up to its data: no dimension, data_offset 0, then the
+#: count at byte 12 and the doubles from byte 20 (aligned to 8 from byte 4)
+_MULTI_ARRAY_START = ENCAPSULATION + _UINT32.pack(0) + _UINT32.pack(0)
+
+
+def float64_multi_array_message(values: np.ndarray | Sequence[float]) -> bytes:
+    """A serialized ``std_msgs/Float64MultiArray`` with an empty layout (``Float64MultiArray(data=...)``)."""
+    data = np.ascontiguousarray(values, dtype="<f8")
+    if data.ndim != 1:
+        raise InvalidInputError(f"Float64MultiArray data of shape {data.shape}: expected a flat array")
+    count = _UINT32.pack(len(data))
+    if not len(data):
+        return _MULTI_ARRAY_START + count
+    return _MULTI_ARRAY_START + count + b"\x00\x00\x00\x00" + data.tobytes()
+
+
+class JointStateWriter:
+    """Serialized ``sensor_msgs/JointState`` messages of one set of joints.
+
+    The header's frame and the names are serialized once; each message adds its
+    stamp and arrays.
+
+    Args:
+        names: the joints, in the order of every array written.
+        frame_id: the header frame.
+    """
+
+    def __init__(self, names: Sequence[str], frame_id: str = "") -> None:
+        self.names = tuple(names)
+        self._head = _header_template(frame_id)
+        _pad(self._head, 4)
+        self._head.extend(_UINT32.pack(len(self.names)))
+        for name in self.names:
+            _pad(self._head, 4)
+            encoded = name.encode()
+            self._head.extend(_UINT32.pack(len(encoded) + 1) + encoded + b"\x00")
+
+    def write(self, stamp_ns: int, position: np.ndarray | Sequence[float] = (),
+              velocity: np.ndarray | Sequence[float] = (),
+              effort: np.ndarray | Sequence[float] = ()) -> bytes:
+        """The message stamped ``stamp_ns`` [ns]; each array empty or one value per name."""
+        _pack_stamp(self._head, stamp_ns)
+        buffer = bytearray(self._head)
+        for label, values in (("position", position), ("velocity", velocity), ("effort", effort)):
+            data = np.ascontiguousarray(values, dtype="<f8")
+            if len(data) not in (0, len(self.names)):
+                raise InvalidInputError(f"JointState {label} of {len(data)} values for "
+                                        f"{len(self.names)} names: give one per name or none")
+            _pad(buffer, 4)
+            buffer.extend(_UINT32.pack(len(data)))
+            if len(data):
+                _pad(buffer, 8)
+                buffer.extend(data.tobytes())
+        return bytes(buffer)
+
+
+def joint_state_message(stamp_ns: int, names: Sequence[str], position: Sequence[float] = (),
+                        velocity: Sequence[float] = (), effort: Sequence[float] = (),
+                        frame_id: str = "") -> bytes:
+    """A serialized ``sensor_msgs/JointState`` (for tests and feeders; not on a hot path)."""
+    buffer = _header_template(frame_id)
+    _pack_stamp(buffer, stamp_ns)
+    _pad(buffer, 4)
+    buffer.extend(_UINT32.pack(len(names)))
+    for name in names:
+        _pad(buffer, 4)
+        encoded = name.encode()
+        buffer.extend(_UINT32.pack(len(encoded) + 1) + encoded + b"\x00")
+    for values in (position, velocity, effort):
+        _pad(buffer, 4)
+        buffer.extend(_UINT32.pack(len(values)))
+        if len(values):
+            _pad(buffer, 8)
+            buffer.extend(np.asarray(values, dtype="<f8").tobytes())
+    return bytes(buffer)

@@ -1,0 +1,352 @@
+"""The CDR readers and writers of humanoid_balance.cdr against rclpy.serialization, on random messages.
+
+Random frame ids and names of every length from 0 up move the fields across
+all alignments; values include NaN, infinities and -0.0 (compared bit for
+bit); arrays are empty, odd-sized, or of another length than the names.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from humanoid_balance import cdr
+from humanoid_balance.exceptions import InvalidInputError
+
+rclpy_serialization = pytest.importorskip("rclpy.serialization")
+serialize_message = rclpy_serialization.serialize_message
+deserialize_message = rclpy_serialization.deserialize_message
+
+SPECIAL = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 5e-324, 1.7976931348623157e308)
+COUNT = 300
+
+
+def _text(rng: np.random.Generator, longest: int = 11) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz_/0123456789"
+    return "".join(rng.choice(list(letters), size=int(rng.integers(0, longest + 1))))
+
+
+def _doubles(rng: np.random.Generator, count: int) -> list[float]:
+    values = rng.normal(0.0, 100.0, count).tolist()
+    for k in range(count):
+        if rng.random() < 0.2:
+            values[k] = SPECIAL[int(rng.integers(len(SPECIAL)))]
+    return values
+
+
+def _bits(values: Any) -> bytes:
+    """The values as float64 bit patterns: NaN equals NaN, -0.0 differs from 0.0."""
+    return np.asarray(values, dtype="<f8").tobytes()
+
+
+def _stamp(rng: np.random.Generator) -> tuple[int, int]:
+    return int(rng.integers(-2**31, 2**31)), int(rng.integers(0, 1_000_000_000))
+
+
+def _header(msg: Any, rng: np.random.Generator) -> int:
+    sec, nanosec = _stamp(rng)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+    msg.header.frame_id = _text(rng)
+    return sec * 1_000_000_000 + nanosec
+
+
+def _random_wrenches(seed: int = 1) -> Iterator[tuple[Any, int]]:
+    from geometry_msgs.msg import WrenchStamped
+
+    rng = np.random.default_rng(seed)
+    for _ in range(COUNT):
+        msg = WrenchStamped()
+        stamp = _header(msg, rng)
+        f, t = msg.wrench.force, msg.wrench.torque
+        f.x, f.y, f.z, t.x, t.y, t.z = _doubles(rng, 6)
+        yield msg, stamp
+
+
+def _random_joint_states(seed: int = 2) -> Iterator[tuple[Any, int]]:
+    from sensor_msgs.msg import JointState
+
+    rng = np.random.default_rng(seed)
+    for _ in range(COUNT):
+        msg = JointState()
+        stamp = _header(msg, rng)
+        count = int(rng.integers(0, 32))
+        msg.name = [_text(rng, 13) for _ in range(count)]
+        # mostly as many values as names; sometimes none or another number (the reader reports
+        # what came, the node checks it)
+        for field in ("position", "velocity", "effort"):
+            size = count if rng.random() < 0.6 else int(rng.integers(0, 9))
+            setattr(msg, field, _doubles(rng, size))
+        yield msg, stamp
+
+
+def test_wrench_reader_gives_rclpys_fields() -> None:
+    """read_wrench_stamped gives the stamp, frame and six values rclpy serialized, bit for bit."""
+    for msg, stamp in _random_wrenches():
+        read = cdr.read_wrench_stamped(serialize_message(msg))
+        f, t = msg.wrench.force, msg.wrench.torque
+        assert (read.stamp_ns, read.frame_id) == (stamp, msg.header.frame_id)
+        assert _bits(read.values) == _bits([f.x, f.y, f.z, t.x, t.y, t.z])
+
+
+def test_joint_state_reader_gives_rclpys_fields() -> None:
+    """JointStateReader gives the stamp, frame, names and the three arrays rclpy serialized."""
+    reader = cdr.JointStateReader()
+    for msg, stamp in _random_joint_states():
+        read = reader.read(serialize_message(msg))
+        assert (read.stamp_ns, read.frame_id, read.names) == (stamp, msg.header.frame_id,
+                                                              tuple(msg.name))
+        for field in ("position", "velocity", "effort"):
+            assert _bits(getattr(read, field)) == _bits(getattr(msg, field)), field
+
+
+def test_joint_state_reader_reuses_names_only_when_their_bytes_match() -> None:
+    """The names cache: the same names with other stamps, frames and values; then names that change."""
+    from sensor_msgs.msg import JointState
+
+    reader = cdr.JointStateReader()
+    rng = np.random.default_rng(3)
+    names = ["left_knee", "right_knee", "waist_pitch"]
+    for k in range(50):
+        msg = JointState(name=list(names), position=_doubles(rng, 3), velocity=_doubles(rng, 3))
+        _header(msg, rng)  # frame ids of every length move the names' offset
+        if k % 7 == 6:  # same count and lengths, other letters: must not hit the cache
+            names = [n[::-1] for n in names]
+            msg.name = list(names)
+        read = reader.read(serialize_message(msg))
+        assert read.names == tuple(names)
+        assert _bits(read.position) == _bits(msg.position)
+        assert _bits(read.velocity) == _bits(msg.velocity)
+
+
+def test_float64_multi_array_reader_gives_rclpys_data() -> None:
+    """read_float64_multi_array skips any layout (labels of odd lengths) and gives the data."""
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+    rng = np.random.default_rng(4)
+    for _ in range(COUNT):
+        msg = Float64MultiArray()
+        msg.layout.dim = [MultiArrayDimension(label=_text(rng), size=int(rng.integers(0, 9)),
+                                              stride=int(rng.integers(0, 9)))
+                          for _ in range(int(rng.integers(0, 4)))]
+        msg.layout.data_offset = int(rng.integers(0, 5))
+        msg.data = _doubles(rng, int(rng.integers(0, 10)))
+        assert _bits(cdr.read_float64_multi_array(serialize_message(msg))) == _bits(msg.data)
+
+
+def test_header_stamp_of_every_stamped_type() -> None:
+    """header_stamp_ns reads the stamp of any message that starts with a Header."""
+    from geometry_msgs.msg import PointStamped, PoseStamped, TwistStamped
+    from sensor_msgs.msg import Imu, JointState
+
+    rng = np.random.default_rng(5)
+    for cls in (PointStamped, PoseStamped, TwistStamped, Imu, JointState):
+        for _ in range(20):
+            msg = cls()
+            stamp = _header(msg, rng)
+            assert cdr.header_stamp_ns(serialize_message(msg)) == stamp
+
+
+def test_point_stamped_writer_round_trips_through_rclpy() -> None:
+    """rclpy reads PointStampedWriter's bytes as the stamp, frame and point written (bit for bit)."""
+    from geometry_msgs.msg import PointStamped
+
+    rng = np.random.default_rng(6)
+    for _ in range(COUNT):
+        frame = _text(rng)
+        sec, nanosec = _stamp(rng)
+        xyz = _doubles(rng, 3)
+        msg = deserialize_message(
+            cdr.PointStampedWriter(frame).write(sec * 1_000_000_000 + nanosec, *xyz), PointStamped)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == \
+            (sec, nanosec, frame)
+        assert _bits([msg.point.x, msg.point.y, msg.point.z]) == _bits(xyz)
+
+
+def test_point_stamped_writer_reused_for_many_messages() -> None:
+    """One writer, many stamps and points: each message holds its own values, not the previous ones."""
+    from geometry_msgs.msg import PointStamped
+
+    writer = cdr.PointStampedWriter("world")
+    written = [writer.write(k * 1_000_003, float(k), -float(k), 0.5) for k in range(20)]
+    for k, data in enumerate(written):
+        msg = deserialize_message(data, PointStamped)
+        assert (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec, msg.point.x) == \
+            (k * 1_000_003, float(k))
+
+
+def test_polygon_writer_rounds_to_float32_as_rclpy_does() -> None:
+    """PolygonStampedWriter's points equal those of the same polygon built as Point32 by rclpy."""
+    from geometry_msgs.msg import Point32, PolygonStamped
+
+    rng = np.random.default_rng(7)
+    for _ in range(COUNT):
+        frame = _text(rng)
+        sec, nanosec = _stamp(rng)
+        points = rng.normal(0.0, 0.3, (int(rng.integers(0, 9)), 2))
+        typed = PolygonStamped()
+        typed.header.stamp.sec, typed.header.stamp.nanosec = sec, nanosec
+        typed.header.frame_id = frame
+        typed.polygon.points = [Point32(x=float(x), y=float(y), z=0.0) for x, y in points]
+        expected = deserialize_message(serialize_message(typed), PolygonStamped)
+        ours = deserialize_message(
+            cdr.PolygonStampedWriter(frame).write(sec * 1_000_000_000 + nanosec, points),
+            PolygonStamped)
+        assert ours == expected
+
+
+def test_float64_message_round_trips_through_rclpy() -> None:
+    """rclpy reads float64_message as the value written, NaN and infinities included."""
+    from std_msgs.msg import Float64
+
+    for value in (*SPECIAL, 0.1, -3.25):
+        assert _bits([deserialize_message(cdr.float64_message(value), Float64).data]) == _bits([value])
+
+
+def test_joint_state_message_round_trips_through_rclpy() -> None:
+    """rclpy reads joint_state_message as the stamp, frame, names and arrays written."""
+    from sensor_msgs.msg import JointState
+
+    for msg, stamp in _random_joint_states(seed=8):
+        data = cdr.joint_state_message(stamp, msg.name, msg.position, msg.velocity, msg.effort,
+                                       msg.header.frame_id)
+        read = deserialize_message(data, JointState)
+        assert (read.header, read.name) == (msg.header, msg.name)
+        for field in ("position", "velocity", "effort"):
+            assert _bits(getattr(read, field)) == _bits(getattr(msg, field)), field
+
+
+def test_big_endian_is_refused_with_what_to_do() -> None:
+    """Bytes that are not little-endian plain CDR are refused, naming the encapsulation found."""
+    from geometry_msgs.msg import WrenchStamped
+
+    data = bytearray(serialize_message(WrenchStamped()))
+    data[1] = 0x00  # CDR_BE
+    with pytest.raises(InvalidInputError, match=r"encapsulation 00 00 00 00, expected 00 01 .*rclpy"):
+        cdr.read_wrench_stamped(bytes(data))
+
+
+def test_truncated_messages_are_refused() -> None:
+    """Each reader refuses every cut of a message short of its last field, with InvalidInputError."""
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    # content lengths by hand (rclpy may append bytes after them; alignment counts from byte 4):
+    # JointState 4 + 8 stamp + 5 frame -> 17, pad -> 20, names 4 -> 24, "a" 6 -> 30, pad -> 32,
+    # "bc" 7 -> 39, pad -> 40, position 4 -> 44 (40 from byte 4: aligned), 16 -> 60, two empty
+    # arrays -> 68; Float64MultiArray 4 + dims 4 + offset 4 + count 4 -> 16, pad -> 20, 24 -> 44;
+    # WrenchStamped 17 as above, pad -> 20, 48 -> 68
+    cases = [
+        (cdr.JointStateReader().read, serialize_message(JointState(name=["a", "bc"],
+                                                                   position=[1.0, 2.0])), 68),
+        (cdr.read_float64_multi_array, serialize_message(Float64MultiArray(data=[1.0, 2.0, 3.0])),
+         44),
+        (cdr.read_wrench_stamped, serialize_message(WrenchStamped()), 68),
+    ]
+    for read, data, content in cases:
+        read(data[:content])  # the whole content: read
+        for cut in range(content):
+            with pytest.raises(InvalidInputError):
+                read(data[:cut])
+
+
+def test_stamp_bytes_are_where_the_readers_look() -> None:
+    """The stamp sits right after the encapsulation header: int32 sec, uint32 nanosec (little endian)."""
+    from geometry_msgs.msg import PointStamped
+
+    msg = PointStamped()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = -5, 7
+    assert struct.unpack_from("<iI", serialize_message(msg), cdr.PAYLOAD_START) == (-5, 7)
+
+
+def test_wrench_and_pose_writers_round_trip_through_rclpy() -> None:
+    """rclpy reads the WrenchStamped and PoseStamped writers' bytes as the stamp, frame and values."""
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+
+    rng = np.random.default_rng(9)
+    for _ in range(COUNT):
+        frame = _text(rng)
+        sec, nanosec = _stamp(rng)
+        stamp = sec * 1_000_000_000 + nanosec
+        wrench_values, pose_values = _doubles(rng, 6), _doubles(rng, 7)
+        wrench = deserialize_message(cdr.wrench_stamped_writer(frame).write(stamp, wrench_values),
+                                     WrenchStamped)
+        pose = deserialize_message(cdr.pose_stamped_writer(frame).write(stamp, pose_values),
+                                   PoseStamped)
+        for msg in (wrench, pose):
+            assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == \
+                (sec, nanosec, frame)
+        f, t = wrench.wrench.force, wrench.wrench.torque
+        assert _bits([f.x, f.y, f.z, t.x, t.y, t.z]) == _bits(wrench_values)
+        p, o = pose.pose.position, pose.pose.orientation
+        assert _bits([p.x, p.y, p.z, o.x, o.y, o.z, o.w]) == _bits(pose_values)
+
+
+def test_imu_writer_sets_orientation_vectors_and_covariances() -> None:
+    """rclpy reads imu_writer's bytes with the orientation, vectors and fixed covariances written."""
+    from sensor_msgs.msg import Imu
+
+    rng = np.random.default_rng(10)
+    covariances = [_doubles(rng, 9) for _ in range(3)]
+    writer = cdr.imu_writer("waist_plate", *covariances)
+    quaternion, angular, linear = _doubles(rng, 4), _doubles(rng, 3), _doubles(rng, 3)
+    writer.write(1, angular, at=cdr.IMU_ANGULAR_VELOCITY)
+    writer.write(2, linear, at=cdr.IMU_LINEAR_ACCELERATION)
+    msg = deserialize_message(writer.write(3_000_000_007, quaternion), Imu)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (3, 7, "waist_plate")
+    o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+    assert _bits([o.x, o.y, o.z, o.w]) == _bits(quaternion)
+    assert _bits([w.x, w.y, w.z]) == _bits(angular) and _bits([a.x, a.y, a.z]) == _bits(linear)
+    assert _bits(list(msg.orientation_covariance) + list(msg.angular_velocity_covariance)
+                 + list(msg.linear_acceleration_covariance)) == _bits(np.concatenate(covariances))
+
+
+def test_stamped_doubles_writer_refuses_values_beyond_the_message() -> None:
+    """Values that would run past the message's doubles are refused, saying how many fit."""
+    with pytest.raises(InvalidInputError, match="4 values from index 0 do not fit the message's 3 doubles"):
+        cdr.StampedDoublesWriter("world", (0.0, 0.0, 0.0)).write(0, (1.0, 2.0, 3.0, 4.0))
+
+
+def test_clock_and_multi_array_messages_round_trip_through_rclpy() -> None:
+    """rclpy reads clock_message and float64_multi_array_message (empty, odd sizes) as written."""
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import Float64MultiArray
+
+    rng = np.random.default_rng(11)
+    for _ in range(COUNT):
+        sec, nanosec = _stamp(rng)
+        clock = deserialize_message(cdr.clock_message(sec * 1_000_000_000 + nanosec), Clock)
+        assert (clock.clock.sec, clock.clock.nanosec) == (sec, nanosec)
+        values = _doubles(rng, int(rng.integers(0, 10)))
+        array = deserialize_message(cdr.float64_multi_array_message(values), Float64MultiArray)
+        assert array.layout == Float64MultiArray().layout
+        assert _bits(array.data) == _bits(values)
+
+
+def test_joint_state_writer_round_trips_through_rclpy() -> None:
+    """rclpy reads JointStateWriter's bytes as the names, stamp and arrays (full or empty) written."""
+    from sensor_msgs.msg import JointState
+
+    rng = np.random.default_rng(12)
+    for _ in range(60):
+        names = [_text(rng, 13) for _ in range(int(rng.integers(0, 32)))]
+        frame = _text(rng)
+        writer = cdr.JointStateWriter(names, frame)
+        for _ in range(5):  # one writer, many messages
+            sec, nanosec = _stamp(rng)
+            arrays = [_doubles(rng, len(names)) if rng.random() < 0.7 else [] for _ in range(3)]
+            msg = deserialize_message(writer.write(sec * 1_000_000_000 + nanosec, *arrays), JointState)
+            assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id, msg.name) == \
+                (sec, nanosec, frame, names)
+            for field, values in zip(("position", "velocity", "effort"), arrays, strict=True):
+                assert _bits(getattr(msg, field)) == _bits(values), field
+
+
+def test_joint_state_writer_refuses_arrays_of_another_length() -> None:
+    """An array with neither one value per name nor none is refused, naming the field."""
+    with pytest.raises(InvalidInputError, match="velocity of 1 values for 2 names"):
+        cdr.JointStateWriter(["a", "b"]).write(0, [1.0, 2.0], [3.0])
