@@ -38,6 +38,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import can
 import numpy as np
@@ -56,6 +57,9 @@ from humanoid_balance.can.protocol import (
 )
 from humanoid_balance.core.waist_kinematics import DifferentialWaist
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+
+if TYPE_CHECKING:
+    from humanoid_balance.core.model import RobotModel
 
 FloatArray = NDArray[np.float64]
 GRAVITY = 9.81
@@ -129,6 +133,35 @@ class TorsoLoad:
         q1, q2 = float(q[0]), float(q[1])
         mgh = self.mass_kg * GRAVITY * self.com_height_m
         return np.array([mgh * math.sin(q1) * math.cos(q2), mgh * math.cos(q1) * math.sin(q2)])
+
+
+def upper_body_load(model: RobotModel, joint: str = "waist_pitch") -> TorsoLoad:
+    """The load on the waist drives: everything above ``joint`` as a point mass at its CoM.
+
+    The mass ``m`` of the kinematic subtree of ``joint`` and the height ``h`` of its
+    CoM above the joint axes (in the joint's frame, at the neutral configuration),
+    from pinocchio's subtree centres of mass; the joint-space inertia is that of the
+    point mass, ``m h^2`` about both axes.
+
+    Args:
+        model: the humanoid (:class:`~humanoid_balance.core.model.RobotModel`).
+        joint: the first waist joint (the subtree above it is carried).
+
+    Raises:
+        ConfigurationError: the model has no joint ``joint``.
+    """
+    import pinocchio as pin
+
+    if not model.model.existJointName(joint):
+        raise ConfigurationError(f"the model {model.name!r} has no joint {joint!r} to carry a "
+                                 "torso above")
+    data = model.model.createData()
+    pin.centerOfMass(model.model, data, model.neutral(), True)  # subtree masses and CoMs
+    jid = model.model.getJointId(joint)
+    mass = float(data.mass[jid])
+    height = float(data.com[jid][2])  # in the joint's frame: above the axes
+    return TorsoLoad(mass_kg=mass, com_height_m=height,
+                     inertia_kg_m2=(mass * height**2, mass * height**2))
 
 
 @dataclass
@@ -248,6 +281,8 @@ class SimulatedWaist:
         self._mass = (self.params.rotor_inertia_kg_m2 * np.eye(2)
                       + j_qw.T @ np.diag(np.asarray(inertia, dtype=float)) @ j_qw)
         self.protocol = WaistProtocol(self.params.counts_per_rev)
+        #: the virtual channel (when this object opened the bus)
+        self.channel = channel
         self.bus = bus if bus is not None else can.Bus(interface="virtual", channel=channel)
         self._own_bus = bus is None
         self.drives = (SimulatedDrive(1, self.params), SimulatedDrive(2, self.params))

@@ -11,6 +11,13 @@ Thin: parameters -> :class:`~humanoid_balance.core.rmc.RmcController` -> message
   ``/arm_balance/job_joint_velocities``) -> controller step -> command for both
   arms on ``/arm_balance/command`` (positions and velocities), momentum and
   model ZMP.
+- ``trigger: joint_states`` (the simulation): a cycle runs for each joint state
+  whose stamp is at least 0.9 / ``rate`` after the last triggering one, only while
+  active; every output of the cycle (command, momentum, model ZMP, a hold) carries
+  the stamp of that joint state and the step is the difference of the stamps, so
+  ``mujoco_sim`` in lock-step pairs the command with its period. A joint state
+  with the same stamp again (a lock-step simulation republishing its t = 0 state
+  while it waits) is answered with the last command again.
 - Bad input never reaches the motors:
 
   * joint states with a non-finite value, lacking an arm joint, or older than
@@ -39,7 +46,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from builtin_interfaces.msg import Time as BuiltinTime
 from geometry_msgs.msg import PointStamped, PoseStamped, TwistStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
@@ -73,6 +79,8 @@ from humanoid_balance.nodes.common import (
     diagnostic_array,
     diagnostic_status,
     run_node,
+    stamp_msg,
+    stamp_ns,
 )
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
@@ -82,6 +90,7 @@ TRIGGERS = ("timer", "joint_states")
 TWIST_FRAME = "W"
 Controller = RmcController | FreeFloatingArmController  # runtime union: Python >= 3.10
 FLOATING_TWIST_FRAME = "world"  # free_floating: inertial frame of twist and momentum (no W)
+NEVER = -1  # node-clock ns of an input never received
 
 
 def _doubles(values: np.ndarray) -> array.array:
@@ -227,7 +236,9 @@ class ArmBalanceNode(LifecycleNode):
         self._q: np.ndarray | None = None
         self._q_of_joint = np.zeros(0, dtype=int)
         self._joint_pos: np.ndarray | None = None
-        self._joint_seen: np.ndarray | None = None  # node-clock ns of the last good sample
+        # node-clock ns of the last good sample, NEVER before the first (a simulation's clock
+        # starts at 0, so 0 is a time like any other)
+        self._joint_seen: np.ndarray | None = None
         self._joint_index: dict[str, int] = {}
         self._twist: np.ndarray | None = None
         self._job_qd: np.ndarray | None = None
@@ -247,7 +258,10 @@ class ArmBalanceNode(LifecycleNode):
         self._cycles = 0
         self._holds = 0
         self._last_cycle_ns = 0
-        self._base_pose_ns = 0
+        self._last_trigger_ns: int | None = None  # stamp of the last triggering joint state
+        self._last_command: JointState | None = None  # the last command published
+        self._active = False
+        self._base_pose_ns = NEVER
         self._timer: Timer | None = None
         self._diag_timer: Timer | None = None
         self._subs: list[object] = []
@@ -369,7 +383,7 @@ class ArmBalanceNode(LifecycleNode):
         self.settings, self.model, self.controller = settings, model, controller
         self._joint_index = {n: i for i, n in enumerate(model.joint_names)}
         self._joint_pos = np.full(len(model.joint_names), np.nan)
-        self._joint_seen = np.zeros(len(model.joint_names), dtype=np.int64)
+        self._joint_seen = np.full(len(model.joint_names), NEVER, dtype=np.int64)
         self._q_of_joint = model.q_index(list(model.joint_names))
         self._q = model.neutral()  # joints never received stay at zero (locked, standing)
         qos = QoSProfile(depth=10)
@@ -432,6 +446,8 @@ class ArmBalanceNode(LifecycleNode):
         assert self.settings is not None  # configured before activate (lifecycle)
         self._running = False
         self._enabled = True
+        self._active = True
+        self._last_trigger_ns = None
         period = 1.0 / self.settings.rate
         if self.settings.trigger == "timer":
             self._timer = self.create_timer(period, self._on_timer)
@@ -446,6 +462,7 @@ class ArmBalanceNode(LifecycleNode):
             self._publish_hold("deactivated")
         self._destroy_timers()
         self._running = False
+        self._active = False
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -467,6 +484,7 @@ class ArmBalanceNode(LifecycleNode):
         if self._running:
             self._publish_hold("shutdown")
         self._destroy_timers()
+        self._active = False
         return TransitionCallbackReturn.SUCCESS
 
     def _destroy_timers(self) -> None:
@@ -505,10 +523,20 @@ class ArmBalanceNode(LifecycleNode):
         self._joint_pos[joint_idx] = values
         self._joint_seen[joint_idx] = now
         self._q[q_idx] = values
-        if self.settings is not None and self.settings.trigger == "joint_states":
-            period_ns = 1e9 / self.settings.rate
-            if now - self._last_cycle_ns >= 0.9 * period_ns or self._last_cycle_ns == 0:
-                self._cycle(now)
+        if self._active and self.settings is not None and self.settings.trigger == "joint_states":
+            self._on_trigger(now, stamp_ns(msg.header.stamp))
+
+    def _on_trigger(self, now: int, stamp: int) -> None:
+        """A joint state stamped ``stamp`` [ns] arrived: a cycle at most ``rate``, by the stamps."""
+        assert self.settings is not None
+        last = self._last_trigger_ns
+        if last is not None and stamp == last:
+            self._repeat_last_command(stamp)  # the same period again: the same answer
+            return
+        # a stamp going back (a restarted simulation, a looping bag) starts over
+        if last is None or stamp < last or stamp - last >= 0.9e9 / self.settings.rate:
+            self._last_trigger_ns = stamp
+            self._cycle(now, stamp)
 
     def _on_base_pose(self, msg: PoseStamped) -> None:
         if self._q is None:
@@ -599,8 +627,8 @@ class ArmBalanceNode(LifecycleNode):
             arm_idx = np.array([self._joint_index[n] for n in self.controller.names], dtype=int)
             self._arm_joint_idx = arm_idx  # the same set of joints whichever arm is the job arm
         seen = self._joint_seen[arm_idx]
-        if (seen == 0).any():
-            never = [self.model.joint_names[int(arm_idx[k])] for k in np.flatnonzero(seen == 0)]
+        if (seen == NEVER).any():
+            never = [self.model.joint_names[int(arm_idx[k])] for k in np.flatnonzero(seen == NEVER)]
             return f"joint states lack arm joints {never}: holding"
         oldest = now - int(seen.min())
         if oldest > self.settings.joint_state_timeout * 1e9:
@@ -612,7 +640,8 @@ class ArmBalanceNode(LifecycleNode):
         # no parameter: rclpy (Kilted) hands a TimerInfo to timer callbacks that take one
         self._cycle()
 
-    def _cycle(self, now_ns: int | None = None) -> None:
+    def _cycle(self, now_ns: int | None = None, stamp_ns: int | None = None) -> None:
+        """One control cycle at node-clock time ``now_ns``; outputs stamped ``stamp_ns`` (default now)."""
         if self.controller is None or self.settings is None or self.model is None:
             return
         wall = time.perf_counter()
@@ -623,25 +652,30 @@ class ArmBalanceNode(LifecycleNode):
                 self._overruns += 1
         self._last_cycle_wall = wall
         now = self._now_ns() if now_ns is None else now_ns
+        cycle_ns = now if stamp_ns is None else stamp_ns
         nominal = 1.0 / self.settings.rate
         # the step is the time since the last cycle on the node clock (simulation time with
-        # use_sim_time), so that late cycles still integrate the commanded positions at the
-        # commanded speed; clamped to [0.5, 10] periods (a longer gap: the stale-input checks hold)
+        # use_sim_time), or between the triggering stamps, so that late cycles still integrate
+        # the commanded positions at the commanded speed; clamped to [0.5, 10] periods (a longer
+        # gap: the stale-input checks hold)
         dt = nominal if self._last_cycle_ns == 0 else \
-            float(np.clip((now - self._last_cycle_ns) * 1e-9, 0.5 * nominal, 10.0 * nominal))
-        self._last_cycle_ns = now
+            float(np.clip((cycle_ns - self._last_cycle_ns) * 1e-9, 0.5 * nominal, 10.0 * nominal))
+        self._last_cycle_ns = cycle_ns
         self._apply_pending()
         problem = self._joint_state_problem(now)
         if problem is None and self.settings.mode == "free_floating" and \
-                now - self._base_pose_ns > self.settings.joint_state_timeout * 1e9:
+                (self._base_pose_ns == NEVER or
+                 now - self._base_pose_ns > self.settings.joint_state_timeout * 1e9):
             problem = (f"no base pose on {self.settings.base_pose_topic} within joint_state_timeout="
                        f"{self.settings.joint_state_timeout} s: holding")
         if problem is not None:
             self._problems["joint_states"] = problem
             self.get_logger().warning(problem, throttle_duration_sec=1.0)
             if self._running:
-                self._publish_hold(problem)
+                self._publish_hold(problem, cycle_ns)
                 self._running = False
+            elif stamp_ns is not None:
+                self._repeat_last_command(stamp_ns)  # a lock-step simulation gets its answer
             return
         self._problems.pop("joint_states", None)
         assert self._q is not None
@@ -658,14 +692,14 @@ class ArmBalanceNode(LifecycleNode):
             out = self.controller.step(inputs, dt)
         except HumanoidBalanceError as exc:
             self._problem("controller", f"controller step failed: {exc}: holding")
-            self._publish_hold(str(exc))
+            self._publish_hold(str(exc), cycle_ns)
             self._running = False
             return
         self._step_us.append((time.perf_counter() - t0) * 1e6)
         self._problems.pop("controller", None)
         self._last = out
         self._cycles += 1
-        self._publish(out, now)
+        self._publish(out, cycle_ns)
 
     def _job_input(self, now: int, q: np.ndarray) -> RmcInput:
         """The job input, scaled by the balance guard; zero when disabled, stale or bad."""
@@ -711,8 +745,9 @@ class ArmBalanceNode(LifecycleNode):
 
     # --- outputs ------------------------------------------------------------------------------------
 
-    def _publish(self, out: RmcOutput, now_ns: int) -> None:
-        stamp = BuiltinTime(sec=now_ns // 1_000_000_000, nanosec=now_ns % 1_000_000_000)
+    def _publish(self, out: RmcOutput, stamp_ns: int) -> None:
+        """The cycle's command, momentum and model ZMP, stamped ``stamp_ns``."""
+        stamp = stamp_msg(stamp_ns)
         cmd = self._cmd
         cmd.header.stamp = stamp
         if self._cmd_names != out.names:  # setting names is slow in rclpy: only on a change
@@ -721,6 +756,7 @@ class ArmBalanceNode(LifecycleNode):
         cmd.position = _doubles(out.position)
         cmd.velocity = _doubles(out.velocity)
         self.pub_command.publish(cmd)
+        self._last_command = cmd
         m = self._momentum_msg
         m.header.stamp = stamp
         h = out.momentum
@@ -735,8 +771,19 @@ class ArmBalanceNode(LifecycleNode):
             z.point.x, z.point.y, z.point.z = float(zmp[0]), float(zmp[1]), 0.0
             self.pub_zmp.publish(z)
 
-    def _publish_hold(self, reason: str) -> None:
-        """Zero-velocity hold at the last commanded arm positions (nothing computed from inputs)."""
+    def _repeat_last_command(self, stamp_ns: int) -> None:
+        """Publish the last command (or hold) again, stamped ``stamp_ns``; nothing before the first."""
+        cmd = self._last_command
+        if cmd is None or not self.pub_command.is_activated:
+            return
+        cmd.header.stamp = stamp_msg(stamp_ns)
+        self.pub_command.publish(cmd)
+
+    def _publish_hold(self, reason: str, stamp_ns: int | None = None) -> None:
+        """Zero-velocity hold at the last commanded arm positions (nothing computed from inputs).
+
+        Stamped ``stamp_ns`` (the cycle's), default the node clock.
+        """
         if self.controller is None:
             return
         position = self.controller.commanded_positions
@@ -745,12 +792,14 @@ class ArmBalanceNode(LifecycleNode):
         self._holds += 1
         self._hold_position = position
         cmd = JointState()
-        cmd.header.stamp = self.get_clock().now().to_msg()
+        cmd.header.stamp = self.get_clock().now().to_msg() if stamp_ns is None \
+            else stamp_msg(stamp_ns)
         cmd.name = list(self.controller.names)
         cmd.position = _doubles(position)
         cmd.velocity = _doubles(np.zeros(len(position)))
         if self.pub_command.is_activated:
             self.pub_command.publish(cmd)
+            self._last_command = cmd
         self.get_logger().warning(f"holding the arms: {reason}", throttle_duration_sec=1.0)
 
     def _publish_diagnostics(self) -> None:
@@ -803,7 +852,7 @@ class ArmBalanceNode(LifecycleNode):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``arm_balance``."""
-    return run_node(ArmBalanceNode, args, events=True)
+    return run_node(ArmBalanceNode, args, events=True, stop_signals=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,25 @@ The physics runs in a thread of its own at ``real_time_factor`` times wall
 time (0 = as fast as possible); subscriptions run in the executor. A command
 with an unknown joint, a NaN or mismatched lengths is ignored with a
 rate-limited warning; the simulation keeps running.
+
+Lock-step (``lock_step: true``): each time the simulation publishes its sensors
+stamped ``t`` it waits, before stepping on, until every topic of
+``lock_step_topics`` delivered a message stamped ``>= t`` (the nodes' answer to
+that period), at most ``lock_step_timeout`` s of wall time; a late topic is
+named in a rate-limited warning and counted as a miss on ``/diagnostics``
+(:mod:`humanoid_balance.sim.lock_step`). Time starts only once every lock-step
+topic answered once: until then the t = 0 state and ``/clock`` are republished
+every 0.1 s, so that a driver can configure and activate the lifecycle nodes
+first. A lock-step topic that is also a command topic is applied before the
+wait ends, so the command of period ``t`` always acts from ``t`` on.
+``real_time_factor`` still caps the speed. A run's result then depends on the
+nodes and not on how loaded the machine is.
+
+SIGINT and SIGTERM end the node with status 0: they only ask the spin loop to
+stop (``run_node(stop_signals=True)``), then the physics thread is stopped and
+joined before the context is shut down. Should the context go away first
+anyway (rclpy's own signal handlers, a launch system's shutdown), a publish
+that fails on the shut-down context ends the thread quietly.
 """
 
 from __future__ import annotations
@@ -20,11 +39,12 @@ from __future__ import annotations
 import array
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
@@ -34,15 +54,33 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
-from humanoid_balance.exceptions import HumanoidBalanceError
-from humanoid_balance.nodes.common import run_node, seconds_stamp
+from humanoid_balance.cdr import header_stamp_ns
+from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
+from humanoid_balance.nodes.common import (
+    OK,
+    WARN,
+    diagnostic_array,
+    diagnostic_status,
+    run_node,
+    seconds_stamp,
+    stamp_ns,
+)
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
+from humanoid_balance.sim.lock_step import LockStepGate, parse_lock_step_topics
 from humanoid_balance.sim.robot import MujocoRobotSim
 
 NODE_NAME = "mujoco_sim"
 #: model -> default gravity [m/s^2]
 MODELS = {"humanoid": 9.81, "lunar_arm": 9.81, "space_robot": 0.0}
+#: wall s between republications of the t = 0 state while lock-step waits for its first answers
+STARTUP_REPUBLISH_S = 0.1
+#: wall s a lock-step simulation may run behind real_time_factor and still catch up; beyond
+#: it the time spent waiting is given up (the simulation does not race to make it good). With
+#: 2 ms it kept 0.86 of real time at real_time_factor 1 (sleep overshoot and waits were lost
+#: every period), with 50 ms 0.98, the same as free-running (2-core machine, shared: noisy)
+LOCK_STEP_SLACK_S = 0.05
+JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 
 
 def build_simulation(
@@ -70,6 +108,16 @@ def build_simulation(
     return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,
                           gravity=g, joint_friction=joint_friction,
                           joint_position_noise=noise.joint_position_rad, seed=seed)
+
+
+def shut_down_by(node: Node, exc: BaseException) -> bool:
+    """``exc`` came from using ``node`` after SIGINT/SIGTERM shut its context down.
+
+    rclpy's signal handler shuts the rcl context down from a thread of its own: a
+    publish fails with "publisher's context is invalid" while the context may still
+    report ok for a moment.
+    """
+    return not node.context.ok() or "context is invalid" in str(exc)
 
 
 def _doubles(values: np.ndarray) -> array.array:
@@ -106,6 +154,18 @@ class MujocoSimNode(Node):
                                d(description="their start positions, rad"))
         self.declare_parameter("duration", 0.0,
                                d(description="stop after this sim time, s (0 = run)"))
+        self.declare_parameter("lock_step", False,
+                               d(description="each publish period, wait for the answers on "
+                                             "lock_step_topics before stepping on"))
+        self.declare_parameter("lock_step_topics", [""],
+                               d(description="'topic:package/msg/Type' entries waited for (header "
+                                             "stamp >= the period's); empty: none"))
+        self.declare_parameter("lock_step_timeout", 1.0,
+                               d(description="wall s a period waits at most for its answers"))
+        self.declare_parameter("diagnostics_rate", 1.0, d(description="/diagnostics, Hz"))
+        self.declare_parameter("inclinometer_rate", 100.0,
+                               d(description="/waist/inclinometer, Hz (at most publish_rate; "
+                                             "0 = with every publish)"))
         p = self.get_parameter
         model = str(p("model").value)
         gravity = float(p("gravity").value)
@@ -128,8 +188,29 @@ class MujocoSimNode(Node):
                     f"{len(positions)} values")
             self.sim.reset(dict(zip(names, (float(v) for v in positions), strict=True)))
         self.real_time_factor = float(p("real_time_factor").value)
+        lock_topics = parse_lock_step_topics(list(p("lock_step_topics").value))
+        self.lock_step_timeout = float(p("lock_step_timeout").value)
+        if not np.isfinite(self.lock_step_timeout) or self.lock_step_timeout <= 0:
+            raise ConfigurationError(
+                f"lock_step_timeout={self.lock_step_timeout} must be finite and > 0 (s of wall time)")
+        diagnostics_rate = float(p("diagnostics_rate").value)
+        if not np.isfinite(diagnostics_rate) or diagnostics_rate <= 0:
+            raise ConfigurationError(f"diagnostics_rate={diagnostics_rate} must be finite and > 0 (Hz)")
+        #: the lock-step wait (None: free-running)
+        self.gate = LockStepGate([t.topic for t in lock_topics]) \
+            if bool(p("lock_step").value) else None
+        self._waiting_for: list[str] = []
         rate = float(p("publish_rate").value)
         self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
+        inclinometer_rate = float(p("inclinometer_rate").value)
+        if not np.isfinite(inclinometer_rate) or inclinometer_rate < 0:
+            raise ConfigurationError(f"inclinometer_rate={inclinometer_rate} must be finite and >= 0 "
+                                     "(Hz; 0 = with every publish)")
+        # a tilt sensor's rate (the waist's outer loop runs at 50 Hz): every Nth publish, so
+        # that a waist controller does not spend its time on 1 kHz of samples it cannot use
+        self.inclinometer_every = self.publish_every * max(1, round(
+            1.0 / (inclinometer_rate * self.sim.timestep * self.publish_every))) \
+            if inclinometer_rate > 0 else self.publish_every
         self.duration = float(p("duration").value)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
@@ -150,12 +231,25 @@ class MujocoSimNode(Node):
         if self.humanoid is not None:
             self.pub_imu = self.create_publisher(Imu, "/waist/inclinometer", qos)
             self.pub_cop = self.create_publisher(PointStamped, "/sim/cop", qos)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
         self._lock = threading.Lock()
         self._pending: list[tuple[list[str], np.ndarray | None, np.ndarray | None]] = []
         self.commands_applied = 0
         self.commands_rejected = 0
-        for topic in p("command_topics").value:
-            self.create_subscription(JointState, topic, self._on_command, qos)
+        command_topics = [str(t) for t in p("command_topics").value if t]
+        for topic in command_topics:
+            self.create_subscription(JointState, topic, self._command_callback(topic), qos)
+        if self.gate is not None:
+            for lock_topic in lock_topics:
+                if lock_topic.topic in command_topics:
+                    # one subscription: the command is queued before its period's wait ends
+                    if lock_topic.type_name != JOINT_STATE_TYPE:
+                        raise ConfigurationError(
+                            f"{lock_topic.topic} is a command topic ({JOINT_STATE_TYPE}) and a "
+                            f"lock-step topic of type {lock_topic.type_name}: give it one type")
+                    continue
+                self.create_subscription(lock_topic.message_class(), lock_topic.topic,
+                                         self._answer_callback(lock_topic.topic), qos, raw=True)
 
         self._joint_msg = JointState()
         self._joint_msg.name = list(self.sim.joint_names)
@@ -168,13 +262,17 @@ class MujocoSimNode(Node):
         self._imu_msg.linear_acceleration_covariance[0] = -1.0
         self._stop = threading.Event()
         self.finished = threading.Event()
+        self._report = (time.monotonic(), self.sim.time, 0)  # wall, sim time, misses at last report
+        self._diag_timer = self.create_timer(1.0 / diagnostics_rate, self._publish_diagnostics)
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_physics", daemon=True)
-        self._thread.start()
+        lock = "free-running" if self.gate is None else \
+            f"lock-step on {list(self.gate.topics)} (timeout {self.lock_step_timeout:g} s)"
         self.get_logger().info(
             f"simulating {model} ({len(self.sim.joint_names)} joints), gravity "
             f"{-self.sim.model.opt.gravity[2]:.3f} m/s^2, dt {self.sim.timestep} s, "
             f"real-time factor {self.real_time_factor or 'max'}, publishing every "
-            f"{self.publish_every} step(s)")
+            f"{self.publish_every} step(s), {lock}")
+        self._thread.start()
 
     # --- parameters and commands ----------------------------------------------
 
@@ -187,11 +285,39 @@ class MujocoSimNode(Node):
                         successful=False, reason=f"real_time_factor={value} must be >= 0")
                 self.real_time_factor = value
             elif param.name in ("model", "timestep", "urdf_path", "gravity", "sensor_noise",
-                                "joint_friction", "friction", "seed", "command_topics"):
+                                "joint_friction", "friction", "seed", "command_topics",
+                                "publish_rate", "inclinometer_rate", "lock_step", "lock_step_topics",
+                                "lock_step_timeout", "diagnostics_rate"):
                 return SetParametersResult(
                     successful=False,
                     reason=f"{param.name} is read at start only: restart the node")
         return SetParametersResult(successful=True)
+
+    def _command_callback(self, topic: str) -> Callable[[JointState], None]:
+        """The callback of command topic ``topic`` (also the lock-step answer when it is one)."""
+        answers = self.gate is not None and topic in self.gate.topics
+
+        def on_command(msg: JointState) -> None:
+            self._on_command(msg)
+            if answers:
+                assert self.gate is not None
+                self.gate.deliver(topic, stamp_ns(msg.header.stamp))
+
+        return on_command
+
+    def _answer_callback(self, topic: str) -> Callable[[bytes], None]:
+        """The raw callback of lock-step topic ``topic``: only its header stamp is read."""
+        def on_answer(cdr: bytes) -> None:
+            assert self.gate is not None
+            try:
+                stamp = header_stamp_ns(cdr)
+            except HumanoidBalanceError as exc:
+                self.get_logger().warning(f"{topic}: {exc}: not an answer",
+                                          throttle_duration_sec=1.0)
+                return
+            self.gate.deliver(topic, stamp)
+
+        return on_answer
 
     def _on_command(self, msg: JointState) -> None:
         names = list(msg.name)
@@ -222,44 +348,116 @@ class MujocoSimNode(Node):
 
     # --- physics thread -------------------------------------------------------------
 
+    def _running(self) -> bool:
+        """Neither stopped nor shut down (SIGINT, SIGTERM)."""
+        return not self._stop.is_set() and self.context.ok()
+
     def _run(self) -> None:
-        sim = self.sim
-        wall0 = time.perf_counter()
-        sim_t0 = sim.time
-        steps = 0
+        sim_t0 = self.sim.time
         try:
-            while not self._stop.is_set() and rclpy.ok(context=self.context):
-                with self._lock:
-                    pending, self._pending = self._pending, []
-                for names, position, velocity in pending:
-                    try:
-                        sim.set_targets(names, position, velocity)
-                        self.commands_applied += 1
-                    except HumanoidBalanceError as exc:  # checked above; belt and braces
-                        self.commands_rejected += 1
-                        self.get_logger().warning(f"{exc}", throttle_duration_sec=1.0)
-                sim.step()
-                steps += 1
-                if steps % self.publish_every == 0:
-                    self._publish()
-                if self.duration > 0 and sim.time - sim_t0 >= self.duration:
-                    break
-                rtf = self.real_time_factor
-                if rtf > 0:
-                    ahead = (sim.time - sim_t0) / rtf - (time.perf_counter() - wall0)
-                    if ahead > 0.0005:
-                        time.sleep(ahead)
-                    elif ahead < -0.5:  # far behind: do not try to catch up forever
-                        wall0 = time.perf_counter() - (sim.time - sim_t0) / rtf
+            if self._wait_for_start():
+                self._simulate()
         except HumanoidBalanceError as exc:
             self.get_logger().error(f"simulation stopped: {exc}")
         finally:
             self.finished.set()
-        if self.duration > 0 and not self._stop.is_set():
-            self.get_logger().info(f"ran {sim.time - sim_t0:.3f} s of simulation: done")
+        if self.duration > 0 and self._running():
+            self.get_logger().info(f"ran {self.sim.time - sim_t0:.3f} s of simulation: done")
 
-    def _publish(self) -> None:
+    def _publish_or_stop(self) -> int | None:
+        """Publish the sensors; their stamp, ns, or None when the node is shutting down.
+
+        A publish fails once SIGINT or SIGTERM shut the context down (rclpy's signal
+        handler does so while this thread runs): that ends the thread quietly.
+        """
         stamp = seconds_stamp(self.sim.time)
+        try:
+            self._publish(stamp)
+        except Exception as exc:
+            if self._running() and not shut_down_by(self, exc):
+                raise
+            self._stop.set()
+            return None
+        return stamp_ns(stamp)
+
+    def _wait_for_start(self) -> bool:
+        """Lock-step: republish the t = 0 state until every lock-step topic answered once.
+
+        Returns:
+            False when the node stopped meanwhile.
+        """
+        gate = self.gate
+        if gate is None:
+            return True
+        logged = False
+        while self._running():
+            t_ns = self._publish_or_stop()
+            if t_ns is None:
+                return False
+            late = gate.wait(t_ns, STARTUP_REPUBLISH_S, count_misses=False)
+            if gate.closed:
+                return False
+            self._waiting_for = late
+            if not late:
+                self.get_logger().info(f"lock-step: every topic answered; time runs from "
+                                       f"t = {self.sim.time:.3f} s")
+                return True
+            if not logged:
+                logged = True
+                self.get_logger().info(
+                    f"lock-step: waiting for a first message on {late} before time runs (the "
+                    f"t = {self.sim.time:.3f} s state and /clock are republished every "
+                    f"{STARTUP_REPUBLISH_S:g} s)")
+        return False
+
+    def _apply_pending(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for names, position, velocity in pending:
+            try:
+                self.sim.set_targets(names, position, velocity)
+                self.commands_applied += 1
+            except HumanoidBalanceError as exc:  # checked on receipt; belt and braces
+                self.commands_rejected += 1
+                self.get_logger().warning(f"{exc}", throttle_duration_sec=1.0)
+
+    def _simulate(self) -> None:
+        """Step, publish every ``publish_every`` steps (and wait in lock-step), pace to real time."""
+        sim, gate = self.sim, self.gate
+        wall0 = time.perf_counter()
+        sim_t0 = sim.time
+        steps = 0
+        # free-running catches up to 0.5 s of lag; lock-step never runs faster than the factor
+        behind_limit = 0.5 if gate is None else LOCK_STEP_SLACK_S
+        while self._running():
+            self._apply_pending()
+            sim.step()
+            steps += 1
+            if steps % self.publish_every == 0:
+                t_ns = self._publish_or_stop()
+                if t_ns is None:
+                    return
+                if gate is not None:
+                    late = gate.wait(t_ns, self.lock_step_timeout)
+                    if gate.closed:
+                        return
+                    if late:
+                        self.get_logger().warning(
+                            f"lock-step: no answer on {late} for t = {t_ns * 1e-9:.3f} s within "
+                            f"lock_step_timeout={self.lock_step_timeout:g} s: stepping on "
+                            f"(misses: {sum(gate.misses.values())})", throttle_duration_sec=1.0)
+                    self._apply_pending()  # the answers of this period act from now on
+            if self.duration > 0 and sim.time - sim_t0 >= self.duration:
+                return
+            rtf = self.real_time_factor
+            if rtf > 0:
+                ahead = (sim.time - sim_t0) / rtf - (time.perf_counter() - wall0)
+                if ahead > 0.0005:
+                    self._stop.wait(ahead)
+                elif ahead < -behind_limit:  # behind: do not try to catch up
+                    wall0 = time.perf_counter() - (sim.time - sim_t0) / rtf
+
+    def _publish(self, stamp: TimeMsg) -> None:
         self.pub_clock.publish(Clock(clock=stamp))
         js = self.sim.joint_state()
         msg = self._joint_msg
@@ -289,12 +487,13 @@ class MujocoSimNode(Node):
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in torque)
             self.pub_ft[side].publish(w)
             self.pub_fsr[side].publish(Float64MultiArray(data=_doubles(sim.fsr_forces(side))))
-        quat = sim.inclinometer_quaternion_xyzw()
-        imu = self._imu_msg
-        imu.header.stamp = stamp
-        imu.orientation.x, imu.orientation.y, imu.orientation.z, imu.orientation.w = (
-            float(v) for v in quat)
-        self.pub_imu.publish(imu)
+        if round(sim.time / sim.timestep) % self.inclinometer_every == 0:
+            quat = sim.inclinometer_quaternion_xyzw()
+            imu = self._imu_msg
+            imu.header.stamp = stamp
+            imu.orientation.x, imu.orientation.y, imu.orientation.z, imu.orientation.w = (
+                float(v) for v in quat)
+            self.pub_imu.publish(imu)
         cop = sim.cop()
         if cop is not None:
             self._publish_point(self.pub_cop, stamp, cop)
@@ -307,9 +506,46 @@ class MujocoSimNode(Node):
         point.point.x, point.point.y, point.point.z = (float(v) for v in xyz)
         publisher.publish(point)
 
+    def _publish_diagnostics(self) -> None:
+        """Speed, commands and (lock-step) late answers on /diagnostics."""
+        wall, sim_time = time.monotonic(), self.sim.time
+        last_wall, last_sim, last_misses = self._report
+        values: dict[str, object] = {
+            "sim_time_s": sim_time,
+            "real_time_factor": (sim_time - last_sim) / max(wall - last_wall, 1e-9),
+            "commands_applied": self.commands_applied,
+            "commands_rejected": self.commands_rejected,
+            "lock_step": self.gate is not None,
+        }
+        level, message = OK, "finished" if self.finished.is_set() else "running"
+        misses = 0
+        gate = self.gate
+        if gate is not None:
+            misses = sum(gate.misses.values())
+            values.update(lock_step_periods=gate.periods, lock_step_misses=misses)
+            for topic, count in gate.misses.items():
+                values[f"misses {topic}"] = count
+            if gate.periods == 0 and self._waiting_for:
+                message = f"lock-step: waiting for a first message on {self._waiting_for}"
+            elif misses > last_misses:
+                late = [t for t, n in gate.misses.items() if n]
+                level = WARN
+                message = (f"lock-step: {misses - last_misses} late answer(s) since the last "
+                           f"report on {late} (total {misses}): the simulation went on after "
+                           f"lock_step_timeout={self.lock_step_timeout:g} s")
+        self._report = (wall, sim_time, misses)
+        status = diagnostic_status(NODE_NAME, level, message, values)
+        try:
+            self.pub_diag.publish(diagnostic_array(self, [status]))
+        except Exception as exc:
+            if not shut_down_by(self, exc):
+                raise
+
     def stop(self) -> None:
         """Stop the physics thread and wait for it."""
         self._stop.set()
+        if self.gate is not None:
+            self.gate.close()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5.0)
 
@@ -324,7 +560,7 @@ def main(args: Sequence[str] | None = None) -> int:
     def finished(node: Node) -> bool:
         return isinstance(node, MujocoSimNode) and node.finished.is_set()
 
-    return run_node(MujocoSimNode, args, done=finished)
+    return run_node(MujocoSimNode, args, done=finished, stop_signals=True)
 
 
 if __name__ == "__main__":

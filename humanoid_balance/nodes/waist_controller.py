@@ -39,6 +39,29 @@ both drives and put the controller in its FAULT state (``/diagnostics`` ERROR wi
 the reason); only a request leaves it: ``/waist/enable`` with ``data: true``
 clears the fault, re-opens the bus if needed and enables again.
 
+Simulation (``simulated_drives: true``, only with ``can.interface: virtual``): the
+node hosts the two simulated drives (:class:`~humanoid_balance.can.sim_drive.SimulatedWaist`)
+on its virtual channel, in its own process, carrying the humanoid's upper body
+(from ``urdf_path``) as a point mass (:func:`~humanoid_balance.can.sim_drive.upper_body_load`).
+The servo thread steps them by the monotonic time elapsed (real time), just before
+each servo cycle, and the controller then reads their answers from the bus itself
+(no receive thread), as the test rigs do: a drive answers every setpoint within
+its period whatever the load of the machine, where drives stepped by a thread of
+their own were starved past the 10 ms ``feedback_timeout`` (20 ms at activation,
+110 ms under a load average of 13, on the shared 2-core machine). A stall longer
+than :data:`SIMULATED_DRIVE_MAX_STEP_S` slows the drives' time down instead of
+jumping ahead. The frames still go through python-can and the DBC protocol. The
+drives live as long as the node (a cleanup and configure finds the waist where it
+was; they do not move while the node is unconfigured).
+
+Clocks: the servo thread runs on the monotonic clock. Message stamps are on the
+node clock (simulation time with ``use_sim_time``): a command's stamp and an
+inclinometer sample's stamp are turned into monotonic times by their age on the
+node clock (``now - stamp``), so the inclinometer timeout holds on simulation
+time as on a robot (a sample is as old as its stamp says, and goes stale on the
+monotonic clock while the simulation pauses). ``/diagnostics`` is published on
+the steady clock, so it goes on while a simulation waits.
+
 Topics: ``/waist/command`` (JointTrajectory, joints ``waist_pitch``,
 ``waist_roll``), ``/waist/inclinometer`` (Imu) in; ``/joint_states`` (waist
 joints), ``/waist/tracking_error`` (Vector3Stamped, x = pitch, y = roll, rad),
@@ -60,6 +83,7 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import Vector3Stamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.parameter import Parameter
@@ -75,9 +99,10 @@ from humanoid_balance.can.controller import (
     WaistController,
     WaistControllerConfig,
 )
+from humanoid_balance.can.sim_drive import SimulatedWaist, upper_body_load
 from humanoid_balance.core.servo import ServoGains
 from humanoid_balance.core.waist_kinematics import DifferentialWaist, pitch_roll_from_quaternion
-from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
+from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError, InvalidInputError
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
@@ -86,11 +111,16 @@ from humanoid_balance.nodes.common import (
     diagnostic_array,
     diagnostic_status,
     run_node,
+    stamp_ns,
 )
+from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "waist_controller"
 JOINTS = ("waist_pitch", "waist_roll")
 WARN_PERIOD_S = 2.0
+#: s, the longest step of the simulated drives (a longer stall of the servo thread slows
+#: their time down); under their 20 ms watchdog
+SIMULATED_DRIVE_MAX_STEP_S = 0.008
 
 _POSITIVE = ("can.bitrate", "gear_ratio_pitch", "gear_ratio_roll", "servo_rate", "outer_rate",
              "current_limit", "current_unit", "command_timeout", "feedback_timeout",
@@ -127,6 +157,15 @@ def validate(name: str, value: Any) -> str | None:
             return f"{name} must be an integer 0..99 (0 = normal scheduling), got {value!r}"
     elif name == "limit_policy" and value not in ("refuse", "clamp"):
         return f"limit_policy must be 'refuse' or 'clamp', got {value!r}"
+    return None
+
+
+def simulated_drives_problem(simulated_drives: bool, interface: str) -> str | None:
+    """Why ``simulated_drives`` cannot be used with CAN ``interface``, or None."""
+    if simulated_drives and interface != "virtual":
+        return (f"simulated_drives needs can.interface 'virtual' (the drives share a python-can "
+                f"virtual bus with the controller in this process), got {interface!r}: set "
+                "simulated_drives false to use real drives")
     return None
 
 
@@ -174,7 +213,15 @@ class WaistControllerNode(LifecycleNode):
                                              "runs, s; 0 = leave Python's (5 ms)"))
         self.declare_parameter("spin_margin", 0.0003,
                                d(description="servo thread busy-waits this long before a deadline, s"))
+        self.declare_parameter("simulated_drives", False,
+                               d(description="host simulated drives on the virtual channel (needs "
+                                             "can.interface virtual)"))
+        self.declare_parameter("urdf_path", "",
+                               d(description="simulated_drives: the humanoid whose upper body the "
+                                             "drives carry; empty: the package's"))
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        #: the simulated drives (``simulated_drives``), kept for the node's life
+        self.simulated_waist: SimulatedWaist | None = None
         self.controller: WaistController | None = None
         self.bus: WaistCanBus | None = None
         self._lock = threading.Lock()
@@ -189,10 +236,18 @@ class WaistControllerNode(LifecycleNode):
         self.cycle_durations_s: list[float] = []
         self.record_period_errors = False
         self._started = 0.0
+        self._inclinometer_s: float | None = None  # monotonic time of the last sample
+        self._drives_time_s = time.monotonic()  # simulated drives: stepped to this time
 
     # --- parameters -------------------------------------------------------------------
 
     def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
+        new = {p.name: p.value for p in params}
+        problem = simulated_drives_problem(
+            bool(new.get("simulated_drives", self._param("simulated_drives"))),
+            str(new.get("can.interface", self._param("can.interface"))))
+        if problem and ("simulated_drives" in new or "can.interface" in new):
+            return SetParametersResult(successful=False, reason=problem)
         for param in params:
             problem = validate(param.name, param.value)
             if problem:
@@ -238,9 +293,14 @@ class WaistControllerNode(LifecycleNode):
         """Check parameters and bus load, open the bus, start the servo thread (polling)."""
         try:
             config = self._build_config()
+            self._start_simulated_drives(config)
+            simulated = self.simulated_waist is not None
+            # simulated drives: answers are read in the servo cycle and stamped with the time the
+            # drives were stepped to, so a speed from two samples is their true motion
             bus = WaistCanBus(interface=str(self._param("can.interface")),
                               channel=str(self._param("can.channel")),
-                              bitrate=int(self._param("can.bitrate")), use_notifier=True)
+                              bitrate=int(self._param("can.bitrate")), use_notifier=not simulated,
+                              clock=(lambda: self._drives_time_s) if simulated else time.monotonic)
             try:
                 controller = WaistController(config, bus)
             except HumanoidBalanceError:
@@ -264,8 +324,10 @@ class WaistControllerNode(LifecycleNode):
         ]
         self._srvs = [self.create_service(SetBool, "/waist/enable", self._on_enable),
                       self.create_service(Trigger, "/waist/stop", self._on_stop)]
+        # on the steady clock: the drives' state is reported while a simulation's clock pauses
         self._diag_timer = self.create_timer(1.0 / float(self._param("diagnostics_rate")),
-                                             self._publish_diagnostics)
+                                             self._publish_diagnostics,
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._start_thread()
         self.get_logger().info(
             f"configured: {config.servo_rate_hz:g} Hz servo, {config.outer_rate_hz:g} Hz outer "
@@ -305,9 +367,34 @@ class WaistControllerNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def destroy_node(self) -> None:
-        """Disable the drives and stop the thread before the node goes."""
+        """Disable the drives and stop the thread before the node goes (simulated drives last)."""
         self._teardown()
+        if self.simulated_waist is not None:
+            self.simulated_waist.close()
+            self.simulated_waist = None
         super().destroy_node()
+
+    def _start_simulated_drives(self, config: WaistControllerConfig) -> None:
+        """``simulated_drives``: the drives on the virtual channel, stepping in real time."""
+        simulated = bool(self._param("simulated_drives"))
+        interface, channel = str(self._param("can.interface")), str(self._param("can.channel"))
+        problem = simulated_drives_problem(simulated, interface)
+        if problem:
+            raise ConfigurationError(problem)
+        drives = self.simulated_waist
+        if drives is not None and (not simulated or drives.channel != channel):
+            drives.close()
+            self.simulated_waist = drives = None
+        if not simulated or drives is not None:
+            return
+        from humanoid_balance.core.model import RobotModel
+
+        path = str(self._param("urdf_path")) or str(package_urdf_path("humanoid"))
+        torso = upper_body_load(RobotModel(path))
+        self.simulated_waist = SimulatedWaist(channel=channel, waist=config.waist, torso=torso)
+        self.get_logger().info(
+            f"simulated drives on virtual channel {channel!r}, carrying {torso.mass_kg:.1f} kg at "
+            f"{torso.com_height_m:.3f} m above the waist axes")
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -392,10 +479,9 @@ class WaistControllerNode(LifecycleNode):
             return
         now = time.monotonic()
         start = None
-        stamp = msg.header.stamp
-        if stamp.sec or stamp.nanosec:
-            ros_now = self.get_clock().now().nanoseconds * 1e-9
-            start = now + (stamp.sec + 1e-9 * stamp.nanosec - ros_now)
+        stamp = stamp_ns(msg.header.stamp)
+        if stamp:  # the stamp is the start on the node clock: as far from now on the monotonic one
+            start = now + (stamp - self.get_clock().now().nanoseconds) * 1e-9
         with self._lock:
             result = ctl.set_trajectory(times, positions, now, start)
         if not result.accepted or result.clamped:
@@ -413,8 +499,23 @@ class WaistControllerNode(LifecycleNode):
             self.get_logger().warning(f"/waist/inclinometer ignored: {exc}",
                                       throttle_duration_sec=WARN_PERIOD_S)
             return
+        sample_s = self._monotonic_time_of(msg.header.stamp)
         with self._lock:
-            ctl.on_inclinometer(pitch, roll, time.monotonic())
+            ctl.on_inclinometer(pitch, roll, sample_s)
+        self._inclinometer_s = sample_s
+
+    def _monotonic_time_of(self, stamp: Any) -> float:
+        """A sample's time on the monotonic clock: now minus its age on the node clock, s.
+
+        The age is ``node clock now - stamp`` (simulation time with ``use_sim_time``),
+        at least 0; an unstamped sample (0) is as old as its arrival.
+        """
+        now = time.monotonic()
+        ns = stamp_ns(stamp)
+        if ns == 0:
+            return now
+        age_s = (self.get_clock().now().nanoseconds - ns) * 1e-9
+        return now - max(age_s, 0.0)
 
     # --- servo thread ---------------------------------------------------------------------
 
@@ -451,6 +552,9 @@ class WaistControllerNode(LifecycleNode):
         error_msg.header.frame_id = "waist_plate"
         deadline = time.monotonic() + period
         cycle = 0
+        publishing = True
+        drives = self.simulated_waist
+        drives_stepped = time.monotonic()
         while not self._stop_thread.is_set():
             remaining = deadline - time.monotonic()
             if remaining > spin:
@@ -462,6 +566,10 @@ class WaistControllerNode(LifecycleNode):
                 self.period_errors_s.append(started - deadline)
             with self._lock:
                 try:
+                    if drives is not None:  # they answer the last period's setpoint now
+                        drives.step(min(max(started - drives_stepped, 1e-6),
+                                        SIMULATED_DRIVE_MAX_STEP_S))
+                        drives_stepped = self._drives_time_s = started
                     out = ctl.servo_cycle(started)
                 except Exception as exc:
                     self.get_logger().error(f"servo cycle failed: {exc!r}; disabling",
@@ -470,8 +578,17 @@ class WaistControllerNode(LifecycleNode):
                     out = None
                 self._last = out
             cycle += 1
-            if out is not None and cycle % publish_every == 0:
-                self._publish_fast(out, joint_msg, error_msg)
+            if out is not None and cycle % publish_every == 0 and publishing:
+                try:
+                    self._publish_fast(out, joint_msg, error_msg)
+                except Exception as exc:
+                    # rclpy's signal handler shuts the context down from a thread of its own: a
+                    # publish then fails while the context may still report ok for a moment
+                    if self.context.ok() and "context is invalid" not in str(exc):
+                        raise
+                    # SIGINT/SIGTERM shut the context down: the servo holds on until the node's
+                    # teardown disables the drives, without publishing
+                    publishing = False
             if self.record_period_errors:
                 self.cycle_durations_s.append(time.monotonic() - started)
             deadline += period
@@ -524,12 +641,25 @@ class WaistControllerNode(LifecycleNode):
             if status is not None:
                 values.update(fault_code=status.fault_code, drive_state=status.state)
             motors.append(diagnostic_status(f"waist motor {k + 1}", level, text, values))
-        self.pub_motors.publish(diagnostic_array(self, motors))
+        self._publish_diagnostic(self.pub_motors, diagnostic_array(self, motors))
         level = ERROR if state == ControllerState.FAULT else OK
-        summary = {"state": state.value, "bus_load_pct": ctl.bus_load.percent, **bus.counters()}
+        summary: dict[str, Any] = {"state": state.value, "bus_load_pct": ctl.bus_load.percent,
+                                   **bus.counters()}
+        if self._inclinometer_s is not None:  # the outer loop uses it while fresh
+            age_s = time.monotonic() - self._inclinometer_s
+            summary.update(inclinometer_age_s=age_s,
+                           inclinometer_used=age_s <= ctl.config.inclinometer_timeout_s)
         text = f"FAULT: {reason}" if reason else state.value
-        self.pub_diag.publish(diagnostic_array(
+        self._publish_diagnostic(self.pub_diag, diagnostic_array(
             self, [diagnostic_status("waist_controller", level, text, summary)]))
+
+    def _publish_diagnostic(self, publisher: Any, msg: Any) -> None:
+        """Publish; quietly nothing once SIGINT/SIGTERM shut the context down meanwhile."""
+        try:
+            publisher.publish(msg)
+        except Exception as exc:
+            if self.context.ok() and "context is invalid" not in str(exc):
+                raise
 
     def _teardown(self) -> None:
         ctl = self.controller
@@ -555,7 +685,7 @@ class WaistControllerNode(LifecycleNode):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``waist_controller``."""
-    return run_node(WaistControllerNode, args)
+    return run_node(WaistControllerNode, args, stop_signals=True)
 
 
 if __name__ == "__main__":

@@ -455,3 +455,81 @@ def test_momentum_frame_is_the_reference_point_on_the_ground(harness: Harness) -
     """mode=ground: /arm_balance/momentum has frame_id the reference point, W by default."""
     frames = _momentum_frames(harness, lambda until: harness.spin(3.0, until))
     assert len(frames) > 5 and set(frames) == {"W"}
+
+
+def _publish_stamped_joints(h: Harness, stamp_ns: int) -> None:
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+
+    msg = JointState(name=h.joint_names, position=[float(v) for v in h.positions])
+    msg.header.stamp = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+    h.pub_joints.publish(msg)
+
+
+def _stamp_ns(msg: Any) -> int:
+    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+
+
+@pytest.fixture
+def triggered(rclpy_context: Any) -> Iterator[Harness]:
+    """An active arm_balance with trigger joint_states at 500 Hz; the test publishes the joint states."""
+    h = Harness(rclpy_context, {"trigger": "joint_states", "rate": 500.0})
+    h.publish_joints = False
+    try:
+        h.activate()
+        assert h.spin(5.0, lambda: h.pub_joints.get_subscription_count() > 0
+                      and h.probe.count_publishers("/arm_balance/command") > 0)
+        yield h
+    finally:
+        h.close()
+
+
+def test_triggered_cycles_carry_the_joint_state_stamp(triggered: Harness) -> None:
+    """trigger joint_states: each command carries the stamp of the joint state that triggered it."""
+    h = triggered
+    stamps = [7_000_000_000 + k * 2_000_000 for k in range(5)]
+    for count, stamp in enumerate(stamps, start=1):
+        _publish_stamped_joints(h, stamp)
+        assert h.spin(2.0, lambda n=count: len(h.commands) >= n)
+    assert [_stamp_ns(c) for c in h.commands] == stamps
+
+
+def test_triggered_cycles_keep_to_the_rate_by_the_stamps(triggered: Harness) -> None:
+    """Joint states 1 ms apart at rate 500 Hz: every second one triggers a cycle."""
+    h = triggered
+    for k in range(6):
+        _publish_stamped_joints(h, 3_000_000_000 + k * 1_000_000)
+        h.spin(0.05)
+    h.spin(0.2)
+    assert [_stamp_ns(c) for c in h.commands] == [3_000_000_000 + k * 2_000_000 for k in range(3)]
+
+
+def test_a_repeated_stamp_is_answered_with_the_same_command(triggered: Harness) -> None:
+    """The same stamp again (a lock-step simulation waiting at t = 0) gets the last command again."""
+    h = triggered
+    _publish_stamped_joints(h, 0)
+    assert h.spin(2.0, lambda: len(h.commands) == 1)
+    _publish_stamped_joints(h, 0)
+    assert h.spin(2.0, lambda: len(h.commands) == 2)
+    first, again = h.commands
+    assert _stamp_ns(again) == 0
+    assert list(again.position) == list(first.position)
+
+
+def test_an_inactive_node_runs_no_triggered_cycle(rclpy_context: Any) -> None:
+    """Configured, not active, trigger joint_states: no cycle; once activated the same state is answered."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context, {"trigger": "joint_states"})
+    h.publish_joints = False
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert h.spin(5.0, lambda: h.pub_joints.get_subscription_count() > 0)
+        _publish_stamped_joints(h, 0)
+        h.spin(0.3)
+        assert h.node._cycles == 0 and not h.commands
+        assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        _publish_stamped_joints(h, 0)  # the same t = 0 state, now answered
+        assert h.spin(2.0, lambda: len(h.commands) == 1)
+    finally:
+        h.close()

@@ -603,3 +603,53 @@ def test_config_file_parameters_configure_the_node(rclpy_context: object) -> Non
         assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
     finally:
         h.close()
+
+
+def test_a_sample_is_as_old_as_its_stamp_on_the_node_clock(rclpy_context: object) -> None:
+    """use_sim_time: a sample stamped 1 s before the simulation's now is dated 1 s ago (monotonic)."""
+    from builtin_interfaces.msg import Time as TimeMsg
+    from rclpy.time import Time
+
+    h = NodeHarness(rclpy_context, {"use_sim_time": True})
+    try:
+        h.node.get_clock().set_ros_time_override(Time(seconds=100))
+        before = time.monotonic()
+        dated = h.node._monotonic_time_of(TimeMsg(sec=99))
+        after = time.monotonic()
+        assert before - 1.0 <= dated <= after - 1.0
+        before = time.monotonic()
+        fresh = h.node._monotonic_time_of(TimeMsg(sec=100, nanosec=500))  # ahead: not in the future
+        assert before <= fresh <= time.monotonic()
+    finally:
+        h.close()
+
+
+def test_simulated_drives_need_a_virtual_bus() -> None:
+    """simulated_drives with socketcan is refused, saying how to fix it; with virtual it is fine."""
+    from humanoid_balance.nodes.waist_controller import simulated_drives_problem
+
+    assert simulated_drives_problem(True, "virtual") is None
+    assert simulated_drives_problem(False, "socketcan") is None
+    assert simulated_drives_problem(True, "socketcan") == (
+        "simulated_drives needs can.interface 'virtual' (the drives share a python-can virtual bus "
+        "with the controller in this process), got 'socketcan': set simulated_drives false to use "
+        "real drives")
+
+
+def test_the_upper_body_load_is_the_mass_above_the_waist() -> None:
+    """upper_body_load: the mass above waist_pitch (summed here link by link), CoM above the axes."""
+    from humanoid_balance.can.sim_drive import upper_body_load
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.resources import urdf_path
+
+    model = RobotModel(urdf_path("humanoid"))
+    m = model.model
+    above = {m.getJointId("waist_pitch")}
+    for jid in range(1, m.njoints):
+        if m.parents[jid] in above:
+            above.add(jid)
+    mass = sum(m.inertias[j].mass for j in above)
+    load = upper_body_load(model)
+    assert load.mass_kg == pytest.approx(mass, rel=1e-12)
+    assert load.com_height_m > 0.0
+    assert load.inertia_kg_m2 == pytest.approx((mass * load.com_height_m**2,) * 2, rel=1e-12)
