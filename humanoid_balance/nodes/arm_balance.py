@@ -52,11 +52,13 @@ from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message
 from rclpy.timer import Timer
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool
 
+from humanoid_balance import cdr
 from humanoid_balance.core.free_floating import FreeFloatingArmController
 from humanoid_balance.core.gjm import row_indices
 from humanoid_balance.core.model import RobotModel
@@ -70,7 +72,7 @@ from humanoid_balance.core.rmc import (
     selection_rows,
     support_polygon_from_frames,
 )
-from humanoid_balance.exceptions import HumanoidBalanceError
+from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
@@ -233,6 +235,7 @@ class ArmBalanceNode(LifecycleNode):
     def _reset_state(self) -> None:
         self._arm_joint_idx: np.ndarray | None = None
         self._name_cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._joint_reader = cdr.JointStateReader()
         self._q: np.ndarray | None = None
         self._q_of_joint = np.zeros(0, dtype=int)
         self._joint_pos: np.ndarray | None = None
@@ -395,7 +398,9 @@ class ArmBalanceNode(LifecycleNode):
 
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
         self._subs = [
-            self.create_subscription(JointState, "/joint_states", self._on_joint_states, qos),
+            # raw: /joint_states comes at 1 kHz, read from its CDR bytes (humanoid_balance.cdr)
+            self.create_subscription(JointState, "/joint_states", self._on_joint_states, qos,
+                                     raw=True),
             self.create_subscription(TwistStamped, "/arm_balance/job_twist", self._on_twist, qos),
             self.create_subscription(JointState, "/arm_balance/job_joint_velocities",
                                      self._on_job_joints, qos),
@@ -496,11 +501,23 @@ class ArmBalanceNode(LifecycleNode):
     def _now_ns(self) -> int:
         return int(self.get_clock().now().nanoseconds)
 
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_joint_states(self, msg: bytes | JointState) -> None:
+        """A ``/joint_states`` message: serialized (the subscription is raw) or a JointState."""
         if self._joint_pos is None or self._joint_seen is None or self._q is None:
             return
-        names = tuple(msg.name)
-        position = np.asarray(msg.position, dtype=float)
+        if isinstance(msg, bytes):
+            try:
+                sample = self._joint_reader.read(msg)
+            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
+                msg = deserialize_message(msg, JointState)
+            else:
+                self._joint_state(sample.names, sample.position, sample.stamp_ns)
+                return
+        self._joint_state(tuple(msg.name), np.asarray(msg.position, dtype=float),
+                          stamp_ns(msg.header.stamp))
+
+    def _joint_state(self, names: tuple[str, ...], position: np.ndarray, stamp: int) -> None:
+        assert self._joint_pos is not None and self._joint_seen is not None and self._q is not None
         if position.shape != (len(names),):
             self._problem("joint_states", f"joint states have {position.size} positions for "
                           f"{len(names)} names: ignored")
@@ -524,7 +541,7 @@ class ArmBalanceNode(LifecycleNode):
         self._joint_seen[joint_idx] = now
         self._q[q_idx] = values
         if self._active and self.settings is not None and self.settings.trigger == "joint_states":
-            self._on_trigger(now, stamp_ns(msg.header.stamp))
+            self._on_trigger(now, stamp)
 
     def _on_trigger(self, now: int, stamp: int) -> None:
         """A joint state stamped ``stamp`` [ns] arrived: a cycle at most ``rate``, by the stamps."""
@@ -852,7 +869,7 @@ class ArmBalanceNode(LifecycleNode):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``arm_balance``."""
-    return run_node(ArmBalanceNode, args, events=True, stop_signals=True)
+    return run_node(ArmBalanceNode, args, events=True, stop_signals=True, exit_process=True)
 
 
 if __name__ == "__main__":

@@ -36,13 +36,11 @@ that fails on the shut-down context ends the thread quietly.
 
 from __future__ import annotations
 
-import array
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
@@ -54,6 +52,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
+from humanoid_balance import cdr
 from humanoid_balance.cdr import header_stamp_ns
 from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 from humanoid_balance.nodes.common import (
@@ -118,12 +117,6 @@ def shut_down_by(node: Node, exc: BaseException) -> bool:
     report ok for a moment.
     """
     return not node.context.ok() or "context is invalid" in str(exc)
-
-
-def _doubles(values: np.ndarray) -> array.array:
-    out = array.array("d")
-    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-    return out
 
 
 class MujocoSimNode(Node):
@@ -222,8 +215,6 @@ class MujocoSimNode(Node):
         # ground truth of a floating base (humanoid, space robot): what a state estimator gives
         self.pub_base = self.create_publisher(PoseStamped, "/sim/base_pose", qos) \
             if self.sim.floating_base else None
-        self._base_msg = PoseStamped()
-        self._base_msg.header.frame_id = "world"
         sides = SIDES if self.humanoid is not None else ()
         self.pub_ft = {s: self.create_publisher(WrenchStamped, f"/{s}_foot/ft", qos) for s in sides}
         self.pub_fsr = {s: self.create_publisher(Float64MultiArray, f"/{s}_foot/fsr", qos)
@@ -251,15 +242,15 @@ class MujocoSimNode(Node):
                 self.create_subscription(lock_topic.message_class(), lock_topic.topic,
                                          self._answer_callback(lock_topic.topic), qos, raw=True)
 
-        self._joint_msg = JointState()
-        self._joint_msg.name = list(self.sim.joint_names)
-        self._ft_msgs = {s: WrenchStamped() for s in SIDES}
-        for s in SIDES:
-            self._ft_msgs[s].header.frame_id = f"{s}_foot_ft"
-        self._imu_msg = Imu()
-        self._imu_msg.header.frame_id = "waist_plate"
-        self._imu_msg.angular_velocity_covariance[0] = -1.0  # not provided
-        self._imu_msg.linear_acceleration_covariance[0] = -1.0
+        # the 1 kHz messages are written as CDR bytes (humanoid_balance.cdr): no rclpy message is
+        # built in the physics thread (the IMU gives its orientation only: -1 covariances)
+        not_provided = (-1.0,) + (0.0,) * 8
+        self._raw_joints = cdr.JointStateWriter(self.sim.joint_names)
+        self._raw_point = cdr.PointStampedWriter("world")
+        self._raw_base = cdr.pose_stamped_writer("world")
+        self._raw_ft = {s: cdr.wrench_stamped_writer(f"{s}_foot_ft") for s in SIDES}
+        self._raw_imu = cdr.imu_writer("waist_plate", angular_velocity_covariance=not_provided,
+                                       linear_acceleration_covariance=not_provided)
         self._stop = threading.Event()
         self.finished = threading.Event()
         self._report = (time.monotonic(), self.sim.time, 0)  # wall, sim time, misses at last report
@@ -458,53 +449,27 @@ class MujocoSimNode(Node):
                     wall0 = time.perf_counter() - (sim.time - sim_t0) / rtf
 
     def _publish(self, stamp: TimeMsg) -> None:
-        self.pub_clock.publish(Clock(clock=stamp))
+        ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        self.pub_clock.publish(cdr.clock_message(ns))
         js = self.sim.joint_state()
-        msg = self._joint_msg
-        msg.header.stamp = stamp
-        msg.position = _doubles(js.position)
-        msg.velocity = _doubles(js.velocity)
-        msg.effort = _doubles(js.effort)
-        self.pub_joints.publish(msg)
-        self._publish_point(self.pub_com, stamp, self.sim.com())
+        self.pub_joints.publish(self._raw_joints.write(ns, js.position, js.velocity, js.effort))
+        com = self.sim.com()
+        self.pub_com.publish(self._raw_point.write(ns, float(com[0]), float(com[1]), float(com[2])))
         if self.pub_base is not None:
             position, quaternion = self.sim.base_pose()
-            base = self._base_msg
-            base.header.stamp = stamp
-            base.pose.position.x, base.pose.position.y, base.pose.position.z = (
-                float(v) for v in position)
-            (base.pose.orientation.x, base.pose.orientation.y, base.pose.orientation.z,
-             base.pose.orientation.w) = (float(v) for v in quaternion)
-            self.pub_base.publish(base)
+            self.pub_base.publish(self._raw_base.write(ns, (*position, *quaternion)))
         sim = self.humanoid
         if sim is None:
             return
         for side in SIDES:
             force, torque = sim.foot_wrench(side)
-            w = self._ft_msgs[side]
-            w.header.stamp = stamp
-            w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in force)
-            w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in torque)
-            self.pub_ft[side].publish(w)
-            self.pub_fsr[side].publish(Float64MultiArray(data=_doubles(sim.fsr_forces(side))))
+            self.pub_ft[side].publish(self._raw_ft[side].write(ns, (*force, *torque)))
+            self.pub_fsr[side].publish(cdr.float64_multi_array_message(sim.fsr_forces(side)))
         if round(sim.time / sim.timestep) % self.inclinometer_every == 0:
-            quat = sim.inclinometer_quaternion_xyzw()
-            imu = self._imu_msg
-            imu.header.stamp = stamp
-            imu.orientation.x, imu.orientation.y, imu.orientation.z, imu.orientation.w = (
-                float(v) for v in quat)
-            self.pub_imu.publish(imu)
+            self.pub_imu.publish(self._raw_imu.write(ns, sim.inclinometer_quaternion_xyzw()))
         cop = sim.cop()
         if cop is not None:
-            self._publish_point(self.pub_cop, stamp, cop)
-
-    @staticmethod
-    def _publish_point(publisher: rclpy.publisher.Publisher, stamp: TimeMsg, xyz: np.ndarray) -> None:
-        point = PointStamped()
-        point.header.stamp = stamp
-        point.header.frame_id = "world"
-        point.point.x, point.point.y, point.point.z = (float(v) for v in xyz)
-        publisher.publish(point)
+            self.pub_cop.publish(self._raw_point.write(ns, float(cop[0]), float(cop[1]), float(cop[2])))
 
     def _publish_diagnostics(self) -> None:
         """Speed, commands and (lock-step) late answers on /diagnostics."""
@@ -560,7 +525,7 @@ def main(args: Sequence[str] | None = None) -> int:
     def finished(node: Node) -> bool:
         return isinstance(node, MujocoSimNode) and node.finished.is_set()
 
-    return run_node(MujocoSimNode, args, done=finished, stop_signals=True)
+    return run_node(MujocoSimNode, args, done=finished, stop_signals=True, exit_process=True)
 
 
 if __name__ == "__main__":

@@ -685,7 +685,7 @@ class WaistControllerNode(LifecycleNode):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``waist_controller``."""
-    return run_node(WaistControllerNode, args, stop_signals=True)
+    return run_node(WaistControllerNode, args, stop_signals=True, exit_process=True)
 
 
 if __name__ == "__main__":

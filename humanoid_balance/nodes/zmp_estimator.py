@@ -579,7 +579,7 @@ class ZmpEstimatorNode(Node):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Console script ``zmp_estimator``."""
-    return run_node(ZmpEstimatorNode, args, events=True, stop_signals=True)
+    return run_node(ZmpEstimatorNode, args, events=True, stop_signals=True, exit_process=True)
 
 
 if __name__ == "__main__":
