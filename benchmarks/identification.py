@@ -26,11 +26,6 @@ import time
 import numpy as np
 import pinocchio as pin
 
-from humanoid_balance.apps.experiment_identification import (
-    DEFAULT_STATIC_DEG,
-    TABLE,
-    sweep_ranges,
-)
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
     StaticConfigurationProblem,
@@ -43,6 +38,7 @@ from humanoid_balance.core.identification.regressor import (
     lunar_arm_composite_parameters,
 )
 from humanoid_balance.core.identification.trajectory import identification_plan
+from humanoid_balance.experiments.identification import DEFAULT_STATIC_DEG, TABLE, sweep_ranges
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.results import metric, write_results
 

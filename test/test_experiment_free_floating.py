@@ -95,21 +95,28 @@ def test_plots_are_written(experiment: tuple[int, Path, dict[str, Any]]) -> None
     assert [(out / n).stat().st_size > 1000 for n in names] == [True] * len(names)
 
 
-def test_bad_step_is_refused(tmp_path: Path) -> None:
-    """--dt 0 is refused with a ConfigurationError saying what is expected."""
-    with pytest.raises(ConfigurationError, match=r"expected 0 < dt <= duration, in s$"):
-        main(["experiment", "free-floating", "--out", str(tmp_path), "--dt", "0"])
+def test_bad_step_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--dt 0 is refused before any work: exit 2, one stderr line saying what is expected."""
+    assert main(["experiment", "free-floating", "--out", str(tmp_path), "--dt", "0"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "humanoid-balance experiment free-floating: --dt 0.0 and --duration 10.0: "
+        "expected 0 < dt <= duration, in s"]
+
+
+def test_settings_refuse_a_step_longer_than_the_duration() -> None:
+    """FreeFloatingSettings raises a ConfigurationError for dt > duration."""
+    from humanoid_balance.experiments.free_floating import FreeFloatingSettings
+
+    with pytest.raises(ConfigurationError, match=r"^dt_s=2.0 and duration_s=1.0: expected 0 < dt "
+                                                 r"<= duration, in s$"):
+        FreeFloatingSettings(dt_s=2.0, duration_s=1.0)
 
 
 def test_threshold_defaults_are_the_gjm_defaults() -> None:
     """--min-singular-value and --max-condition-number default to gjm's DEFAULT_* thresholds."""
-    import argparse
-
-    from humanoid_balance.apps.experiment_free_floating import add_arguments
+    from humanoid_balance.cli import build_parser
     from humanoid_balance.core.gjm import DEFAULT_MAX_CONDITION_NUMBER, DEFAULT_MIN_SINGULAR_VALUE
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args([])
+    args = build_parser().parse_args(["experiment", "free-floating"])
     assert (args.min_singular_value, args.max_condition_number) == (
         DEFAULT_MIN_SINGULAR_VALUE, DEFAULT_MAX_CONDITION_NUMBER)

@@ -7,26 +7,37 @@ from pathlib import Path
 
 import pytest
 
-from humanoid_balance.apps.report import rows, verdict
 from humanoid_balance.cli import main
 from humanoid_balance.results import metric, write_results
 
 
-def test_verdict_follows_better() -> None:
+def _markdown_rows(paths: list[Path], capsys: pytest.CaptureFixture[str]) -> list[tuple[str, ...]]:
+    """The table rows `humanoid-balance report --markdown PATHS` prints (header and rule dropped)."""
+    capsys.readouterr()
+    assert main(["report", "--markdown", *map(str, paths)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    return [tuple(cell.strip() for cell in line.strip("|").split("|")) for line in lines[2:]]
+
+
+def test_verdict_follows_better(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """lower: value <= target is met; higher: value >= target is met; no target: '-'."""
-    assert verdict(metric(1.0, "ms", target=2.0, better="lower")) == "met"
-    assert verdict(metric(3.0, "ms", target=2.0, better="lower")) == "MISSED"
-    assert verdict(metric(3.0, "x", target=2.0, better="higher")) == "met"
-    assert verdict(metric(3.0, "x")) == "-"
+    path = write_results("unit", {
+        "lower_met": metric(1.0, "ms", target=2.0, better="lower"),
+        "lower_missed": metric(3.0, "ms", target=2.0, better="lower"),
+        "higher_met": metric(3.0, "x", target=2.0, better="higher"),
+        "no_target": metric(3.0, "x")}, command="test", directory=tmp_path)
+    verdicts = {row[1]: row[4] for row in _markdown_rows([path], capsys)}
+    assert verdicts == {"lower_met": "met", "lower_missed": "MISSED", "higher_met": "met",
+                        "no_target": "-"}
 
 
-def test_written_results_round_trip(tmp_path: Path) -> None:
+def test_written_results_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """write_results writes the RESULTS.md shape and report reads it back."""
     path = write_results("unit", {"step_us_p99": metric(12.5, "us", target=20, better="lower")},
                          command="test", directory=tmp_path)
     doc = json.loads(path.read_text())
     assert set(doc) == {"name", "created", "git", "machine", "command", "metrics"}
-    assert rows([path]) == [("unit", "step_us_p99", "12.5 us", "20 us", "met")]
+    assert _markdown_rows([path], capsys) == [("unit", "step_us_p99", "12.5 us", "20 us", "met")]
 
 
 def test_missing_path_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from humanoid_balance.apps.experiment_free_floating import PAPER_ANGLES
+from humanoid_balance.experiments.free_floating import PAPER_ANGLES
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

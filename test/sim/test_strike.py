@@ -7,31 +7,38 @@ from pathlib import Path
 
 import pytest
 
-from humanoid_balance.apps.experiment_strike import run_sim, zmp_shift, zmp_vs_contact_cop
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
+from humanoid_balance.experiments.strike import SimRun, run_sim, zmp_shift, zmp_vs_contact_cop
 from humanoid_balance.resources import urdf_path
 
 
+def _strike(balance: bool) -> SimRun:
+    """The paper's strike in MuJoCo (S = Lx, Ly), shortened settle and tail."""
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    return run_sim(model, speed=None, selection=PAPER_SELECTION, balance=balance, rate_hz=500.0,
+                   extra=0.1, settle=0.3)
+
+
+@pytest.fixture(scope="module")
+def with_rmc() -> SimRun:
+    """The strike with RMC, run once for the tests of this module."""
+    return _strike(balance=True)
+
+
 @pytest.mark.slow
-def test_rmc_reduces_the_measured_zmp_shift_to_a_quarter() -> None:
+def test_rmc_reduces_the_measured_zmp_shift_to_a_quarter(with_rmc: SimRun) -> None:
     """Peak measured ZMP shift with RMC (S = Lx, Ly) is at most 25 % of the shift without RMC."""
-    model = RobotModel(urdf_path("humanoid"), world_frame="W")
-    with_rmc = zmp_shift(run_sim(model, speed=None, selection=PAPER_SELECTION, balance=True,
-                                 rate_hz=500.0, extra=0.1, settle=0.3))
-    without = zmp_shift(run_sim(model, speed=None, selection=PAPER_SELECTION, balance=False,
-                                rate_hz=500.0, extra=0.1, settle=0.3))
-    assert without.total > 0.05  # the strike does disturb the robot (> 50 mm)
-    assert with_rmc.total <= 0.25 * without.total, (with_rmc, without)
+    shift = zmp_shift(with_rmc)
+    without = zmp_shift(_strike(balance=False))
+    assert without.total_m > 0.05  # the strike does disturb the robot (> 50 mm)
+    assert shift.total_m <= 0.25 * without.total_m, (shift, without)
 
 
 @pytest.mark.slow
-def test_measured_zmp_stays_inside_the_support_polygon_with_rmc() -> None:
+def test_measured_zmp_stays_inside_the_support_polygon_with_rmc(with_rmc: SimRun) -> None:
     """With RMC the measured ZMP keeps a positive margin to the FSR support polygon all along."""
-    model = RobotModel(urdf_path("humanoid"), world_frame="W")
-    shift = zmp_shift(run_sim(model, speed=None, selection=PAPER_SELECTION, balance=True,
-                              rate_hz=500.0, extra=0.1, settle=0.3))
-    assert shift.min_margin > 0.0
+    assert zmp_shift(with_rmc).min_margin_m > 0.0
 
 
 @pytest.mark.slow
@@ -50,9 +57,6 @@ def test_experiment_writes_every_metric_of_results_md(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sensor_zmp_agrees_with_the_contact_cop() -> None:
+def test_sensor_zmp_agrees_with_the_contact_cop(with_rmc: SimRun) -> None:
     """The ZMP from the ankle F/T sensors is within 2 mm of MuJoCo's contact-force CoP (RMC run)."""
-    model = RobotModel(urdf_path("humanoid"), world_frame="W")
-    run = run_sim(model, speed=None, selection=PAPER_SELECTION, balance=True, rate_hz=500.0,
-                  extra=0.1, settle=0.3)
-    assert zmp_vs_contact_cop(run) < 0.002
+    assert zmp_vs_contact_cop(with_rmc) < 0.002

@@ -6,11 +6,6 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from humanoid_balance.apps.experiment_identification import (
-    DEFAULT_STATIC_DEG,
-    TABLE,
-    sweep_ranges,
-)
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
     Excitation,
@@ -23,6 +18,7 @@ from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
     lunar_arm_composite_parameters,
 )
+from humanoid_balance.experiments.identification import DEFAULT_STATIC_DEG, TABLE, sweep_ranges
 from humanoid_balance.resources import urdf_path
 
 # the experiment's static configuration, sweep ranges and table (one definition)

@@ -1,0 +1,620 @@
+"""The seed-000 fast strike with and without RMC: model-level and MuJoCo runs, sweeps, results.
+
+Runs the strike of :mod:`humanoid_balance.core.strike_trajectory` (right arm,
+hand at 1.8 m/s) through :class:`~humanoid_balance.core.rmc.RmcController`:
+
+1. model level (no physics, :func:`run_model`): the momentum of job arm, aux
+   arm and total about ``W``, the balance indicators of seed 000 section 3.2,
+   with RMC (S = Lx, Ly) and without (aux arm still);
+2. physics level (:func:`run_sim`): the same commands to the MuJoCo humanoid
+   (:class:`~humanoid_balance.sim.humanoid.HumanoidSim`, in-process, 1 kHz,
+   controller at ``rate_hz``), the ZMP measured from the simulated ankle F/T
+   sensors (seed 001, eq. 3.24 per foot, both feet combined), foot slip and
+   vertical forces; the ZMP shift split into its static part (CoM ground
+   projection) and its dynamic part (ZMP minus CoM projection), :func:`zmp_shift`;
+3. what helps when the turning margin runs out: Lz added to S (equal rows),
+   Lz as a secondary objective in the null space of S = Lx, Ly (task
+   priority), a slower strike;
+4. the speed sweep 1.0..4.0 m/s at model level (plus a few MuJoCo runs),
+   :func:`speed_sweep`: the highest balanced speed and which limit comes first.
+
+:func:`run_strike_experiment` runs all of it and returns a :class:`StrikeResults`;
+:func:`strike_metrics` turns that into the metrics of shared RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from humanoid_balance.core.zmp import FootSample  # numpy only: cheap to import here
+
+#: Seed 000's reported figures, shown beside ours.
+PAPER_PEAK_DLZ_DT = 31.70  # N m
+PAPER_FRICTION_TORQUE_LIMIT = 32.34  # N m (g = 9.8)
+PAPER_MAX_BALANCED_SPEED = 3.2  # m/s
+PAPER_FIRST_LIMIT = "job arm joint speed"
+SIDES = ("left", "right")
+CONTACT_THRESHOLD_N = 20.0
+#: the selections compared: the paper's S = Lx, Ly; Lz added to S; Lz as a secondary row
+LZ_SELECTION: tuple[str, ...] = ("Lx", "Ly", "Lz")
+LZ_SECONDARY: tuple[str, ...] = ("Lz",)
+#: slower strikes [m/s] whose peak |dLz/dt| is reported
+SLOWER_SPEEDS_M_S = (1.6, 1.4, 1.2)
+SWEEP_MIN_SPEED_M_S = 1.0
+SWEEP_MAX_SPEED_M_S = 4.0
+MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
+
+
+@dataclass(frozen=True)
+class StrikeSettings:
+    """What the strike experiment runs.
+
+    Attributes:
+        speed_m_s: hand speed at the target [m/s]; None: the paper's 1.8.
+        rate_hz: controller rate [Hz].
+        sweep_step_m_s: speed step of the sweep 1.0..4.0 m/s [m/s].
+        sweep_sim_speeds_m_s: speeds also run in MuJoCo during the sweep [m/s].
+    """
+
+    speed_m_s: float | None = None
+    rate_hz: float = 500.0
+    sweep_step_m_s: float = 0.1
+    sweep_sim_speeds_m_s: tuple[float, ...] = (2.5, 3.2, 4.0)
+
+
+# --- model level ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """Time series of one model-level run (controller only), one row per control cycle.
+
+    Momentum rows are ``[Px, Py, Pz, Lx, Ly, Lz]`` about ``W`` [N s, N m s]; joint
+    columns are the job arm's then the aux arm's (``names``).
+    """
+
+    speed_m_s: float
+    selection: tuple[str, ...]
+    balance: bool
+    times_s: np.ndarray  # (n,)
+    names: tuple[str, ...]
+    position_rad: np.ndarray  # (n, 14) commanded at the start of the cycle
+    velocity_rad_s: np.ndarray  # (n, 14)
+    momentum_job: np.ndarray  # (n, 6)
+    momentum_aux: np.ndarray  # (n, 6)
+    momentum: np.ndarray  # (n, 6)
+    momentum_rate: np.ndarray  # (n, 6) [N, N m]
+    selected_momentum: np.ndarray  # (n, k) S [P; L]
+    model_zmp_m: np.ndarray  # (n, 2) in W
+    zmp_margin_m: np.ndarray  # (n,) model ZMP to the support polygon's edge, > 0 inside
+    turn_torque_n_m: np.ndarray  # (n,) |dLz/dt|
+    turn_margin_n_m: np.ndarray  # (n,)
+    slide_margin_n: np.ndarray  # (n,)
+    lift_margin_n: np.ndarray  # (n,)
+    job_exact: np.ndarray  # (n,) bool
+    balance_exact: np.ndarray  # (n,) bool
+    saturated: tuple[tuple[str, ...], ...]  # joints whose limits changed the command, per cycle
+    step_s: np.ndarray  # (n,) wall-clock time of the controller step (machine dependent)
+    twist_error: np.ndarray  # (n,) max |commanded - achieved job twist| [m/s, rad/s]
+
+
+@dataclass(frozen=True)
+class _ModelCycle:
+    """One cycle's record: the controller output and what is derived from it at that time."""
+
+    time_s: float
+    output: Any  # RmcOutput
+    start_position_rad: np.ndarray
+    step_s: float
+
+
+def _model_run(cycles: list[_ModelCycle], *, speed_m_s: float, selection: Sequence[str],
+               balance: bool, names: tuple[str, ...]) -> ModelRun:
+    """Stack the cycles' records into a :class:`ModelRun`."""
+    def stack(pick: Callable[[Any], Any]) -> np.ndarray:
+        return np.array([pick(c.output) for c in cycles])
+
+    return ModelRun(
+        speed_m_s=speed_m_s, selection=tuple(selection), balance=balance,
+        times_s=np.array([c.time_s for c in cycles]), names=names,
+        position_rad=np.array([c.start_position_rad for c in cycles]),
+        velocity_rad_s=stack(lambda o: o.velocity),
+        momentum_job=stack(lambda o: o.momentum_job), momentum_aux=stack(lambda o: o.momentum_aux),
+        momentum=stack(lambda o: o.momentum), momentum_rate=stack(lambda o: o.momentum_rate),
+        selected_momentum=stack(lambda o: o.selected_momentum),
+        model_zmp_m=stack(lambda o: o.indicators.model_zmp),
+        zmp_margin_m=stack(lambda o: o.indicators.zmp_margin),
+        turn_torque_n_m=stack(lambda o: o.indicators.turn_torque),
+        turn_margin_n_m=stack(lambda o: o.indicators.turn_margin),
+        slide_margin_n=stack(lambda o: o.indicators.slide_margin),
+        lift_margin_n=stack(lambda o: o.indicators.lift_off_margin),
+        job_exact=stack(lambda o: o.job_exact), balance_exact=stack(lambda o: o.balance_exact),
+        saturated=tuple(c.output.saturated_joints for c in cycles),
+        step_s=np.array([c.step_s for c in cycles]),
+        twist_error=np.array([float(np.max(np.abs(c.output.twist_error))) for c in cycles]))
+
+
+def _setup(model: Any, speed: float | None, start_time: float = 0.0) -> tuple[Any, dict[str, float]]:
+    """The strike trajectory and the standing pose (job arm at its start, aux arm at rest)."""
+    from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
+
+    trajectory = StrikeTrajectory(model, target_speed=speed, start_time=start_time)
+    pose = {**dict(zip(trajectory.joint_names, trajectory.initial, strict=True)),
+            **arm_pose("left", AUX_START_DEG)}
+    return trajectory, pose
+
+
+def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection: Sequence[str],
+              balance: bool, rate_hz: float, extra: float = 0.3,
+              twist_mode: bool = False, secondary: Sequence[str] = ()) -> ModelRun:
+    """The strike through the controller alone (the model's configuration integrates the commands).
+
+    Args:
+        model: the humanoid (fixed base, ``world_frame="W"``).
+        polygon: support polygon (N x 2) in ``W`` [m] for the model ZMP's margin.
+        speed: hand speed at the target [m/s]; None: the paper's.
+        selection: momentum rows held at zero.
+        balance: False: the aux arm holds still (no RMC).
+        rate_hz: controller rate [Hz].
+        extra: time run after the trajectory's end [s].
+        twist_mode: drive the job arm by the reference hand twist (eq. 3) instead
+            of the reference joint velocities.
+        secondary: rows reduced best effort after ``selection`` (task priority,
+            see :class:`~humanoid_balance.core.rmc.RmcController`).
+    """
+    from humanoid_balance.core.rmc import RmcController, RmcInput
+
+    trajectory, pose = _setup(model, speed)
+    controller = RmcController(model, selection=selection, support_polygon=polygon,
+                               secondary=secondary)
+    controller.balance_enabled = balance
+    q0 = model.configuration(pose)
+    controller.reset(q0)
+    dt = 1.0 / rate_hz
+    cycles: list[_ModelCycle] = []
+    for k in range(round((trajectory.duration + extra) / dt)):
+        t = k * dt
+        if twist_mode:
+            inputs = RmcInput(q0, job_twist=trajectory.hand_twist(t, q0))
+        else:
+            inputs = RmcInput(q0, job_joint_velocities=trajectory.sample(t).velocity)
+        t0 = time.perf_counter()
+        out = controller.step(inputs, dt)
+        step_s = time.perf_counter() - t0
+        cycles.append(_ModelCycle(t, out, out.position - out.velocity * dt, step_s))
+    return _model_run(cycles, speed_m_s=float(trajectory.target_speed), selection=selection,
+                      balance=balance, names=controller.names)
+
+
+def failures(run: ModelRun, trajectory_ratios: Any) -> list[str]:
+    """The limits a model-level run reaches (empty: balanced within every limit)."""
+    out: list[str] = []
+    kind, joint, ratio = trajectory_ratios.worst
+    if ratio > 1.0 or not run.job_exact.all():
+        out.append(f"job arm joint {kind} ({joint})")
+    if not run.balance_exact.all():
+        joints = sorted({n for s, ok in zip(run.saturated, run.balance_exact, strict=True) if not ok
+                         for n in s if not n.startswith("right_")})
+        out.append(f"aux arm joint limit ({', '.join(joints)})")
+    if np.min(run.lift_margin_n) <= 0:
+        out.append("lift-off")
+    if np.min(run.slide_margin_n) <= 0:
+        out.append("sliding friction")
+    if np.min(run.turn_margin_n_m) <= 0:
+        out.append("turning friction (|dLz/dt| > mu C/2 G)")
+    if np.min(run.zmp_margin_m) <= 0:
+        out.append("model ZMP leaves the support polygon")
+    return out
+
+
+# --- physics level --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """Time series of one MuJoCo run, one row per physics step (1 kHz)."""
+
+    speed_m_s: float
+    selection: tuple[str, ...]
+    balance: bool
+    times_s: np.ndarray  # (n,)
+    zmp_m: np.ndarray  # (n, 2) measured from the F/T sensors, world (NaN: no contact)
+    cop_truth_m: np.ndarray  # (n, 2) from the contact forces, world
+    com_xy_m: np.ndarray  # (n, 2)
+    min_fz_n: np.ndarray  # (n,) smaller of the two feet's vertical forces
+    slip_m: np.ndarray  # (n,) largest horizontal sole displacement since the start
+    yaw_rad: np.ndarray  # (n,) largest sole yaw change since the start
+    polygon_m: np.ndarray  # (N, 2) support polygon (FSR pads) in the world
+
+
+def measured_zmp(sim: Any, estimator: Any) -> np.ndarray | None:
+    """ZMP [m] (world x, y) of both feet from the ankle F/T sensors, as ``zmp_estimator`` computes it.
+
+    :class:`~humanoid_balance.core.zmp.ZmpEstimator` (seed 001, eq. 3.24/3.25/3.27,
+    foot weight below the sensors compensated, contact threshold with hysteresis),
+    with the soles' poses in the simulation's world; None when no foot is in contact.
+    """
+    samples = {}
+    for side in SIDES:
+        force, torque = sim.foot_wrench(side)
+        samples[side] = FootSample(sim.sole_transform(side), force, torque)
+    out = estimator.step(samples)
+    return None if out.zmp_in_world is None else out.zmp_in_world[:2]
+
+
+def _yaw(rot: np.ndarray) -> float:
+    return float(np.arctan2(rot[1, 0], rot[0, 0]))
+
+
+def _fsr_polygon_in_world(model: Any, sole_in_world: dict[str, np.ndarray]) -> np.ndarray:
+    """Convex hull (N x 2, counter-clockwise) [m] of the eight FSR points at the soles' poses."""
+    from scipy.spatial import ConvexHull
+
+    q_neutral = model.neutral()
+    fsr_in_sole = [np.linalg.inv(model.frame_transform(f"{s}_sole", q_neutral))
+                   @ model.frame_transform(f"{s}_fsr_{i}", q_neutral) for s in SIDES for i in range(4)]
+    pts = np.array([(sole_in_world[s] @ f)[:2, 3] for s, f in zip(
+        [s for s in SIDES for _ in range(4)], fsr_in_sole, strict=True)])
+    return np.asarray(pts[ConvexHull(pts).vertices])
+
+
+@dataclass
+class _SimRecorder:
+    """Per physics step: what :class:`SimRun` holds, appended as the simulation runs."""
+
+    sole0: dict[str, np.ndarray]
+    times_s: list[float]
+    zmp_m: list[Any]
+    cop_truth_m: list[Any]
+    com_xy_m: list[Any]
+    min_fz_n: list[float]
+    slip_m: list[float]
+    yaw_rad: list[float]
+
+    def record(self, sim: Any, estimator: Any) -> None:
+        """Read the sensors (ZMP estimator included) and the ground truth after one physics step."""
+        z = measured_zmp(sim, estimator)
+        cop = sim.cop()
+        self.times_s.append(sim.time)
+        self.zmp_m.append(z if z is not None else (np.nan, np.nan))
+        self.cop_truth_m.append(cop[:2] if cop is not None else (np.nan, np.nan))
+        self.com_xy_m.append(sim.com()[:2])
+        self.min_fz_n.append(min(float(sim.foot_wrench(s)[0][2]) for s in SIDES))
+        soles = {s: sim.sole_transform(s) for s in SIDES}
+        self.slip_m.append(max(float(np.linalg.norm(soles[s][:2, 3] - self.sole0[s][:2, 3]))
+                               for s in SIDES))
+        self.yaw_rad.append(max(abs(_yaw(soles[s][:3, :3]) - _yaw(self.sole0[s][:3, :3]))
+                                for s in SIDES))
+
+    def run(self, *, speed_m_s: float, selection: Sequence[str], balance: bool,
+            polygon_m: np.ndarray) -> SimRun:
+        """The recorded series as a :class:`SimRun` (float arrays)."""
+        return SimRun(
+            speed_m_s=speed_m_s, selection=tuple(selection), balance=balance,
+            times_s=np.array(self.times_s, dtype=float), zmp_m=np.array(self.zmp_m, dtype=float),
+            cop_truth_m=np.array(self.cop_truth_m, dtype=float),
+            com_xy_m=np.array(self.com_xy_m, dtype=float),
+            min_fz_n=np.array(self.min_fz_n, dtype=float),
+            slip_m=np.array(self.slip_m, dtype=float), yaw_rad=np.array(self.yaw_rad, dtype=float),
+            polygon_m=polygon_m)
+
+
+def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,
+            rate_hz: float, extra: float = 0.4, settle: float = 0.5,
+            secondary: Sequence[str] = ()) -> SimRun:
+    """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
+
+    Args:
+        model: the humanoid (fixed base, ``world_frame="W"``).
+        speed: hand speed at the target [m/s]; None: the paper's.
+        selection: momentum rows held at zero.
+        balance: False: the aux arm holds still (no RMC).
+        rate_hz: controller rate [Hz].
+        extra: time run after the trajectory's end [s].
+        settle: time the robot stands before the strike [s].
+        secondary: rows reduced best effort after ``selection``.
+    """
+    from humanoid_balance.core.rmc import RmcController, RmcInput
+    from humanoid_balance.core.zmp import humanoid_zmp_estimator
+    from humanoid_balance.sim.humanoid import HumanoidSim
+
+    trajectory, pose = _setup(model, speed)
+    sim = HumanoidSim()
+    sim.reset(pose)
+    sim.settle(settle)
+    q_model = model.neutral()
+    sim_index = model.q_index(list(sim.joint_names))
+    controller = RmcController(model, selection=selection, secondary=secondary)
+    controller.balance_enabled = balance
+    q_model[sim_index] = sim.joint_state().position
+    q_model[model.q_index(list(pose))] = list(pose.values())
+    controller.reset(q_model)
+    estimator = humanoid_zmp_estimator(model, contact_threshold=CONTACT_THRESHOLD_N)
+    sole0 = {s: sim.sole_transform(s) for s in SIDES}
+    polygon = _fsr_polygon_in_world(model, sole0)
+    dt = 1.0 / rate_hz
+    substeps = max(1, round(dt / sim.timestep))
+    rec = _SimRecorder(sole0, [], [], [], [], [], [], [])
+    for k in range(round((trajectory.duration + extra) / dt)):
+        ref = trajectory.sample(k * dt)
+        q_model[sim_index] = sim.joint_state().position
+        out = controller.step(RmcInput(q_model, job_joint_velocities=ref.velocity), dt)
+        sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
+        for _ in range(substeps):
+            sim.step()
+            rec.record(sim, estimator)
+    return rec.run(speed_m_s=float(trajectory.target_speed), selection=selection, balance=balance,
+                   polygon_m=polygon)
+
+
+def zmp_vs_contact_cop(run: SimRun) -> float:
+    """Largest distance [m] between the sensor ZMP and the ground-truth contact CoP."""
+    ok = np.all(np.isfinite(run.zmp_m), axis=1) & np.all(np.isfinite(run.cop_truth_m), axis=1)
+    return float(np.max(np.hypot(*(run.zmp_m[ok] - run.cop_truth_m[ok]).T))) if ok.any() else \
+        float("nan")
+
+
+@dataclass(frozen=True)
+class ZmpShift:
+    """Peak distances of the measured ZMP from the standing position, and its least margin.
+
+    Attributes:
+        total_m: peak ZMP shift [m].
+        static_m: peak shift of the CoM's ground projection [m].
+        dynamic_m: peak shift of the ZMP relative to the CoM projection [m].
+        min_margin_m: least distance [m] of the ZMP to the support polygon's edge (> 0 inside).
+    """
+
+    total_m: float
+    static_m: float
+    dynamic_m: float
+    min_margin_m: float
+
+
+def shift_series(run: SimRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distances [m] from standing per step: total ZMP, static (CoM), dynamic (ZMP minus CoM)."""
+    zmp0 = run.zmp_m[0]
+    com0 = run.com_xy_m[0]
+    total = np.hypot(*(run.zmp_m - zmp0).T)
+    static = np.hypot(*(run.com_xy_m - com0).T)
+    dynamic = np.hypot(*((run.zmp_m - run.com_xy_m) - (zmp0 - com0)).T)
+    return total, static, dynamic
+
+
+def zmp_shift(run: SimRun) -> ZmpShift:
+    """Split of the measured ZMP shift into static (CoM projection) and dynamic parts."""
+    from humanoid_balance.core.rmc import ConvexPolygon
+
+    total, static, dynamic = shift_series(run)
+    poly = ConvexPolygon(run.polygon_m)
+    margins = [poly.margin(z) for z in run.zmp_m if np.all(np.isfinite(z))]
+    return ZmpShift(float(np.nanmax(total)), float(np.nanmax(static)), float(np.nanmax(dynamic)),
+                    float(min(margins)) if margins else float("nan"))
+
+
+# --- sweeps -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One speed of the model-level sweep.
+
+    Attributes:
+        speed_m_s: hand speed at the target [m/s].
+        failures: limits reached with S = Lx, Ly (see :func:`failures`).
+        failures_ignoring_turn: the same without the turning-friction limit.
+        failures_lz_selected: limits reached with S = Lx, Ly, Lz.
+        failures_lz_secondary: limits reached with Lz secondary (aux limits that only
+            cost the secondary row not counted; "held rows not held" when they are not).
+        peak_dlz_dt_n_m: peak |dLz/dt| [N m] with S = Lx, Ly.
+        peak_dlz_dt_lz_selected_n_m: the same with S = Lx, Ly, Lz.
+        peak_dlz_dt_lz_secondary_n_m: the same with Lz secondary.
+        job_limit_ratio: the job arm trajectory's worst peak / limit.
+        min_model_zmp_margin_mm: least model-ZMP margin [mm] with S = Lx, Ly.
+    """
+
+    speed_m_s: float
+    failures: tuple[str, ...]
+    failures_ignoring_turn: tuple[str, ...]
+    failures_lz_selected: tuple[str, ...]
+    failures_lz_secondary: tuple[str, ...]
+    peak_dlz_dt_n_m: float
+    peak_dlz_dt_lz_selected_n_m: float
+    peak_dlz_dt_lz_secondary_n_m: float
+    job_limit_ratio: float
+    min_model_zmp_margin_mm: float
+
+
+def sweep_speeds(step_m_s: float) -> np.ndarray:
+    """The sweep's speeds [m/s]: 1.0 to 4.0 by ``step_m_s``, rounded to mm/s."""
+    return np.asarray(np.round(np.arange(SWEEP_MIN_SPEED_M_S, SWEEP_MAX_SPEED_M_S + 1e-9,
+                                         float(step_m_s)), 3))
+
+
+def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: float) -> SweepPoint:
+    """The three model-level runs (S = Lx, Ly; + Lz; Lz secondary) at one speed and their limits."""
+    from humanoid_balance.core.rmc import PAPER_SELECTION
+    from humanoid_balance.core.strike_trajectory import StrikeTrajectory
+
+    ratios = StrikeTrajectory(model, target_speed=speed_m_s).limit_ratios()
+    r = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
+                  rate_hz=rate_hz, extra=0.1)
+    r_lz = run_model(model, polygon, speed=speed_m_s, selection=LZ_SELECTION, balance=True,
+                     rate_hz=rate_hz, extra=0.1)
+    r_lz2 = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
+                      rate_hz=rate_hz, extra=0.1, secondary=LZ_SECONDARY)
+    fails = failures(r, ratios)
+    held = float(np.max(np.abs(r_lz2.selected_momentum))) < 1e-9
+    return SweepPoint(
+        speed_m_s=float(speed_m_s), failures=tuple(fails),
+        failures_ignoring_turn=tuple(f for f in fails if not f.startswith("turning")),
+        failures_lz_selected=tuple(failures(r_lz, ratios)),
+        failures_lz_secondary=tuple(
+            [f for f in failures(r_lz2, ratios) if not f.startswith("aux arm")]
+            + ([] if held else ["held rows not held"])),
+        peak_dlz_dt_n_m=float(np.max(r.turn_torque_n_m)),
+        peak_dlz_dt_lz_selected_n_m=float(np.max(r_lz.turn_torque_n_m)),
+        peak_dlz_dt_lz_secondary_n_m=float(np.max(r_lz2.turn_torque_n_m)),
+        job_limit_ratio=ratios.worst[2],
+        min_model_zmp_margin_mm=1e3 * float(np.min(r.zmp_margin_m)))
+
+
+@dataclass(frozen=True)
+class HighestBalancedSpeed:
+    """The highest speed of the sweep below every speed with a limit reached, and that limit.
+
+    Attributes:
+        speed_m_s: highest balanced speed [m/s] (0.0: already the lowest speed fails).
+        first_limit: the limits reached at the first failing speed, ``; ``-joined.
+    """
+
+    speed_m_s: float
+    first_limit: str
+
+
+def highest_balanced_speed(points: Sequence[SweepPoint],
+                           limits: Callable[[SweepPoint], Sequence[str]]) -> HighestBalancedSpeed:
+    """The speed below the first sweep point where ``limits(point)`` is not empty."""
+    best, first = 0.0, f"none up to {SWEEP_MAX_SPEED_M_S} m/s"
+    for point in points:
+        reached = limits(point)
+        if reached:
+            first = "; ".join(reached)
+            break
+        best = point.speed_m_s
+    return HighestBalancedSpeed(best, first)
+
+
+@dataclass(frozen=True)
+class SimSweepPoint:
+    """One MuJoCo run of the sweep (S = Lx, Ly).
+
+    Attributes:
+        speed_m_s: hand speed at the target [m/s].
+        shift: the measured ZMP shift.
+        max_slip_m: largest horizontal sole displacement [m].
+        min_foot_fz_n: least vertical force of either foot [N].
+    """
+
+    speed_m_s: float
+    shift: ZmpShift
+    max_slip_m: float
+    min_foot_fz_n: float
+
+
+def sim_sweep_point(model: Any, speed_m_s: float, rate_hz: float) -> SimSweepPoint:
+    """The strike at ``speed_m_s`` in MuJoCo with RMC (S = Lx, Ly)."""
+    from humanoid_balance.core.rmc import PAPER_SELECTION
+
+    s = run_sim(model, speed=speed_m_s, selection=PAPER_SELECTION, balance=True, rate_hz=rate_hz,
+                extra=0.2)
+    return SimSweepPoint(speed_m_s, zmp_shift(s), float(np.max(s.slip_m)), float(np.min(s.min_fz_n)))
+
+
+# --- the whole experiment -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StrikeRuns:
+    """The strike at the experiment's speed, model level and MuJoCo, per controller variant.
+
+    ``*_rmc``: S = Lx, Ly (the paper's); ``*_off``: no RMC; ``*_lz_selected``:
+    S = Lx, Ly, Lz; ``*_lz_secondary``: S = Lx, Ly with Lz secondary; ``twist_mode``:
+    S = Lx, Ly with the job arm driven by the hand twist.
+    """
+
+    model_rmc: ModelRun
+    model_off: ModelRun
+    model_lz_selected: ModelRun
+    model_lz_secondary: ModelRun
+    twist_mode: ModelRun
+    sim_rmc: SimRun
+    sim_off: SimRun
+    sim_lz_selected: SimRun
+    sim_lz_secondary: SimRun
+
+
+@dataclass(frozen=True)
+class StrikeResults:
+    """Everything the strike experiment measured.
+
+    Attributes:
+        settings: what was run.
+        runs: the runs at the experiment's speed.
+        friction_torque_limit_n_m: ``mu C / 2 G`` of the controller [N m].
+        slower_peak_dlz_dt_n_m: (speed [m/s], peak |dLz/dt| [N m]) of slower strikes, S = Lx, Ly.
+        sweep: the model-level speed sweep.
+        sim_sweep: the MuJoCo runs of the sweep.
+        run_time_s: wall-clock time of the whole experiment [s] (machine dependent).
+    """
+
+    settings: StrikeSettings
+    runs: StrikeRuns
+    friction_torque_limit_n_m: float
+    slower_peak_dlz_dt_n_m: tuple[tuple[float, float], ...]
+    sweep: tuple[SweepPoint, ...]
+    sim_sweep: tuple[SimSweepPoint, ...]
+    run_time_s: float
+
+
+def _strike_runs(model: Any, polygon: np.ndarray, settings: StrikeSettings) -> StrikeRuns:
+    """Model-level and MuJoCo runs of every controller variant at the experiment's speed."""
+    from humanoid_balance.core.rmc import PAPER_SELECTION
+
+    speed, rate = settings.speed_m_s, float(settings.rate_hz)
+    paper = PAPER_SELECTION
+    model_rmc = run_model(model, polygon, speed=speed, selection=paper, balance=True, rate_hz=rate)
+    model_off = run_model(model, polygon, speed=speed, selection=paper, balance=False, rate_hz=rate)
+    model_lz = run_model(model, polygon, speed=speed, selection=LZ_SELECTION, balance=True,
+                         rate_hz=rate)
+    twist = run_model(model, polygon, speed=speed, selection=paper, balance=True, rate_hz=rate,
+                      twist_mode=True)
+    sim_rmc = run_sim(model, speed=speed, selection=paper, balance=True, rate_hz=rate)
+    sim_off = run_sim(model, speed=speed, selection=paper, balance=False, rate_hz=rate)
+    sim_lz = run_sim(model, speed=speed, selection=LZ_SELECTION, balance=True, rate_hz=rate)
+    model_lz2 = run_model(model, polygon, speed=speed, selection=paper, balance=True, rate_hz=rate,
+                          secondary=LZ_SECONDARY)
+    sim_lz2 = run_sim(model, speed=speed, selection=paper, balance=True, rate_hz=rate,
+                      secondary=LZ_SECONDARY)
+    return StrikeRuns(model_rmc=model_rmc, model_off=model_off, model_lz_selected=model_lz,
+                      model_lz_secondary=model_lz2, twist_mode=twist, sim_rmc=sim_rmc,
+                      sim_off=sim_off, sim_lz_selected=sim_lz, sim_lz_secondary=sim_lz2)
+
+
+def run_strike_experiment(settings: StrikeSettings) -> StrikeResults:
+    """The whole strike experiment (a few minutes on one core)."""
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.core.rmc import PAPER_SELECTION, RmcController, support_polygon_from_frames
+    from humanoid_balance.resources import urdf_path
+
+    started = time.perf_counter()
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    polygon = support_polygon_from_frames(model)
+    rate = float(settings.rate_hz)
+    runs = _strike_runs(model, polygon, settings)
+    friction_limit = RmcController(model, selection=PAPER_SELECTION).friction_torque_limit
+    slower = tuple(
+        (v, float(np.max(run_model(model, polygon, speed=v, selection=PAPER_SELECTION,
+                                   balance=True, rate_hz=rate).turn_torque_n_m)))
+        for v in SLOWER_SPEEDS_M_S)
+    sweep = tuple(sweep_point(model, polygon, float(v), rate)
+                  for v in sweep_speeds(settings.sweep_step_m_s))
+    sim_sweep = tuple(sim_sweep_point(model, float(v), rate) for v in settings.sweep_sim_speeds_m_s)
+    return StrikeResults(settings=settings, runs=runs, friction_torque_limit_n_m=friction_limit,
+                         slower_peak_dlz_dt_n_m=slower, sweep=sweep, sim_sweep=sim_sweep,
+                         run_time_s=time.perf_counter() - started)
+
+
+def sweep_text(points: Sequence[SweepPoint]) -> str:
+    """One line per sweep speed: peak |dLz/dt| per variant, job ratio, model-ZMP margin, limits."""
+    return "\n".join(
+        f"{p.speed_m_s:.2f} m/s  peak|dLz/dt| {p.peak_dlz_dt_n_m:.2f} "
+        f"(Lz in S: {p.peak_dlz_dt_lz_selected_n_m:.2f}, "
+        f"Lz secondary: {p.peak_dlz_dt_lz_secondary_n_m:.2f}) "
+        f"job ratio {p.job_limit_ratio:.3f}  model-ZMP margin {p.min_model_zmp_margin_mm:.1f} mm  "
+        f"limits: {'; '.join(p.failures) or 'none'}" for p in points) + "\n"
