@@ -216,3 +216,33 @@ class LifecycleClient:
             if not self.change(transition, timeout):
                 raise LifecycleError(f"/{self.target}: {transition} failed (state now "
                                      f"{self.state(timeout)}); its log says why")
+
+
+#: exit status of ``humanoid-balance wait-for`` when the subscriptions did not appear in time
+WAIT_TIMEOUT_STATUS = 3
+
+
+def _split_name(full_name: str) -> tuple[str, str]:
+    """``/ns/name`` as (namespace, name): ``("/ns", "name")``; ``name`` alone is in ``/``."""
+    path = "/" + full_name.strip("/")
+    namespace, _, name = path.rpartition("/")
+    return namespace or "/", name
+
+
+def missing_subscriptions(node: Any, topics: Sequence[str], subscriber: str = "") -> list[str]:
+    """The topics that ``subscriber`` (``/ns/name``; empty: anyone) does not subscribe to yet.
+
+    Args:
+        node: an rclpy node of the caller's, used to read the ROS graph.
+        topics: absolute topic names.
+        subscriber: fully qualified node name, or empty for any subscriber.
+    """
+    if not subscriber:
+        return [t for t in topics if node.count_subscribers(t) == 0]
+    namespace, name = _split_name(subscriber)
+    missing = []
+    for topic in topics:
+        infos = node.get_subscriptions_info_by_topic(topic)
+        if not any(i.node_name == name and i.node_namespace == namespace for i in infos):
+            missing.append(topic)
+    return missing

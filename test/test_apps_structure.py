@@ -43,9 +43,6 @@ PENDING_IMPORTS = {
     "test/nodes/test_identification_executor.py":
         "its `identify` tests call apps.identify's add_arguments/run; to run "
         "humanoid_balance.cli.main(['identify', ...]) instead (file owned by another engineer)",
-    "test/test_launch_wait_for.py":
-        "imports missing_subscriptions and TIMEOUT_STATUS from apps.wait_for; they belong in the "
-        "library (apps/wait_for.py owned by another engineer)",
 }
 
 

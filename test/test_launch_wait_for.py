@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from humanoid_balance.apps.wait_for import TIMEOUT_STATUS, missing_subscriptions
+from humanoid_balance.processes import WAIT_TIMEOUT_STATUS as TIMEOUT_STATUS
+from humanoid_balance.processes import missing_subscriptions
 
 
 def _wait_for(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:

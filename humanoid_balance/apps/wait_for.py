@@ -13,13 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
 
+from humanoid_balance.processes import WAIT_TIMEOUT_STATUS, missing_subscriptions
 from humanoid_balance.ros_env import add_dds_arguments, apply_dds_arguments
-
-#: exit status when the subscriptions did not appear in time
-TIMEOUT_STATUS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,30 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="s (default 30)")
     parser.add_argument("--period", type=float, default=0.05, help="s between looks (default 0.05)")
     add_dds_arguments(parser)
-
-
-def _split(full_name: str) -> tuple[str, str]:
-    """``/ns/name`` as (namespace, name): ``("/ns", "name")``; ``name`` alone is in ``/``."""
-    path = "/" + full_name.strip("/")
-    namespace, _, name = path.rpartition("/")
-    return namespace or "/", name
-
-
-def missing_subscriptions(node: Any, topics: Sequence[str], subscriber: str = "") -> list[str]:
-    """The topics that ``subscriber`` (``/ns/name``; empty: anyone) does not subscribe to yet.
-
-    Args:
-        node: an rclpy node of the caller's, used to read the ROS graph.
-    """
-    if not subscriber:
-        return [t for t in topics if node.count_subscribers(t) == 0]
-    namespace, name = _split(subscriber)
-    missing = []
-    for topic in topics:
-        infos = node.get_subscriptions_info_by_topic(topic)
-        if not any(i.node_name == name and i.node_namespace == namespace for i in infos):
-            missing.append(topic)
-    return missing
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wait-for: after {args.timeout:g} s, {who} still does not subscribe to "
               f"{' '.join(missing)}: is it running, on this ROS_DOMAIN_ID, with these topic "
               "names?", file=sys.stderr, flush=True)
-        return TIMEOUT_STATUS
+        return WAIT_TIMEOUT_STATUS
     except KeyboardInterrupt:
         return 130
     finally:
