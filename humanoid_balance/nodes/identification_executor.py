@@ -6,37 +6,61 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
 
 - ``configure`` loads the arm model (URDF), its collision geometry and the
   parameter set (the paper's 12 composite parameters for the 6-DOF lunar
-  arm, the QR base set for any other chain); ``activate`` enables the
-  services; ``deactivate`` stops a run where the arm is.
+  arm, the QR base set for any other chain) and plans the sweeps;
+  ``activate`` starts the command timer; ``deactivate`` stops a run (a
+  braking ramp, below).
 - ``/identification/start`` (Trigger): from the current joint states, plan
   the sweeps of joints n..1 (eq. 11: the joint sweeps at ``speed`` <= 3 deg/s
   about its entry of ``static_configuration``, by ``sweep_half_range``,
   the others hold it, or with ``optimize_configuration`` the GA-PSO solution
   of eq. 12 for each sweep), command them on ``/identification/command``
-  (JointState positions and velocities, within the joint limits), record
-  ``/joint_states``, and at the end cut the stream into sweeps, cancel
+  (JointState positions and velocities, within the joint limits; every pass
+  and approach accelerates and brakes at ``acceleration_limit``), record
+  ``/joint_states``, and at the end (once the arm is measured at rest, at
+  most ``SETTLE_TIMEOUT_S`` after the plan) cut the stream into sweeps, cancel
   friction (eq. 5), average the friction-free samples in blocks of
   ``average`` (as ``humanoid-balance identify --average`` and the experiment
   do), estimate (eq. 10), publish ``/identification/parameters``
   (transient local) and write ``output_path`` (YAML: names, values, units,
-  standard deviations, per-joint fit RMSE).
-- ``/identification/cancel`` (Trigger): hold the arm at its measured
-  position (zero velocity) and stop.
-- Refusals and stops: start is refused without fresh joint states that
-  carry an effort for every arm joint (``torque_source: effort``; with
+  standard deviations, per-joint fit RMSE, timing figures and warnings).
+- ``/identification/cancel`` (Trigger): stop the run (a braking ramp).
+- Stops are braking ramps (:class:`~humanoid_balance.core.identification.trajectory.BrakingRamp`):
+  from the last command, not from a measurement (which may be old), the
+  command decelerates at ``acceleration_limit`` to rest; no velocity step, no
+  position jump.
+- Refusals and stops: start is refused without fresh, plausible joint states
+  that carry an effort for every arm joint (``torque_source: effort``; with
   ``current`` the effort field carries the motor current [A] and the torque
-  is ``k_e I``, eq. 19); during a run, stale or non-finite joint states, a
-  joint outside its limits or two links (or a link and the torso) closer
-  than ``clearance`` stop the run with a hold, and diagnostics say why.
-- Progress on ``/diagnostics``: state, joint, pass, percent.
+  is ``k_e I``, eq. 19), with the arm outside its limits or with an
+  ``output_path`` that cannot be written. During a run, stale joint states
+  (by their stamp and by when they arrived: a stamp in the future does not
+  keep them fresh), non-finite values, a velocity or torque beyond the
+  URDF's limits, a joint outside its limits or two links (or a link and the
+  torso) closer than ``clearance`` stop the run, and diagnostics say why.
+  Joint states stamped more than ``joint_state_timeout`` in the future, or
+  older than the newest one, or naming the arm's joints twice or only in
+  part, or with arrays of the wrong size, are rejected (counted, named on
+  ``/diagnostics``).
+- Parameters: a value is validated when set (finite, in range); those the
+  plan is built from are refused while configured (clean up, set, configure
+  again), ``rate`` while active, every one during a run.
+- Progress on ``/diagnostics``: state, joint, pass, percent; the level
+  names the cause (a failed run ERROR while its cause lasts, WARN once it
+  cleared; idle with unusable joint states WARN; a finished run whose
+  samples or commands were late or irregular WARN, the figures in the
+  results file).
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -62,9 +86,11 @@ from humanoid_balance.core.identification.optimisation import (
     optimise_static_configurations,
 )
 from humanoid_balance.core.identification.procedure import (
+    TimingQuality,
     identify,
     results_document,
     segment_sweeps,
+    timing_quality,
 )
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
@@ -73,29 +99,71 @@ from humanoid_balance.core.identification.regressor import (
 )
 from humanoid_balance.core.identification.trajectory import (
     MAX_SPEED_RAD_S,
+    BrakingRamp,
     PlanFollower,
     identification_plan,
 )
-from humanoid_balance.exceptions import HumanoidBalanceError
+from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
     WARN,
+    LogThrottle,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
     run_node,
+    stamp_msg,
 )
 from humanoid_balance.resources import urdf_path as package_urdf_path
-from humanoid_balance.results import write_yaml
+from humanoid_balance.results import check_output, write_yaml
 
 NODE_NAME = "identification_executor"
 TORQUE_SOURCES = ("effort", "current")
 LIMIT_TOLERANCE_RAD = math.radians(0.5)
+#: s the arm may take after the plan's end to come to rest before the estimate
+SETTLE_TIMEOUT_S = 2.0
+#: Hz, the command rates accepted (a timer beyond 1 kHz only loads the machine)
+RATE_RANGE_HZ = (1.0, 1000.0)
+#: deg/s^2, the acceleration limits accepted: at least 10 (a stop from 3 deg/s within 0.3 s)
+ACCELERATION_RANGE_DEG_S2 = (10.0, 10000.0)
+#: the parameters the plan and the model are built from at configure: refused while configured
+CONFIGURE_PARAMETERS = ("arm_joints", "urdf_path", "speed", "gravity", "optimize_configuration",
+                        "clearance", "static_configuration", "sweep_half_range",
+                        "acceleration_limit")
+#: the parameters used at activate: refused while active
+ACTIVATE_PARAMETERS = ("rate", "diagnostics_rate")
+#: s, the shortest and the longest joint_state_timeout accepted
+MIN_JOINT_STATE_TIMEOUT_S, MAX_JOINT_STATE_TIMEOUT_S = 0.001, 5.0
+#: Hz, the diagnostics rates accepted
+DIAGNOSTICS_RATE_RANGE_HZ = (0.1, 100.0)
+#: the parameters checked at configure, in this order
+CHECKED_PARAMETERS = ("speed", "torque_source", "gravity", "clearance", "rate", "sweep_half_range",
+                      "torque_constants", "method", "trim", "joint_state_timeout", "average",
+                      "static_configuration", "acceleration_limit", "output_path", "diagnostics_rate")
+_Callback = TypeVar("_Callback", bound=Callable[..., Any])
+
+
+def _finite_numbers(value: Any) -> bool:
+    """A non-empty sequence of finite numbers (list, tuple, array.array of a double array)."""
+    if isinstance(value, (str, bytes)):
+        return False
+    try:
+        array = np.asarray(list(value), dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return array.ndim == 1 and array.size > 0 and bool(np.all(np.isfinite(array)))
 
 
 def validate(name: str, value: Any) -> str | None:
-    """Why a parameter value is refused (None when it is fine)."""
+    """Why a parameter value is refused (None when it is fine); never raises."""
+    try:
+        return _validate(name, value)
+    except (TypeError, ValueError) as exc:
+        return f"{name}={value!r}: not a usable value ({exc})"
+
+
+def _validate(name: str, value: Any) -> str | None:
     if name == "speed" and not 0.0 < value <= math.degrees(MAX_SPEED_RAD_S) + 1e-9:
         return f"speed={value} deg/s: expected > 0 and <= 3 (the paper's quasi-static bound)"
     if name == "torque_source" and value not in TORQUE_SOURCES:
@@ -105,15 +173,86 @@ def validate(name: str, value: Any) -> str | None:
     if name in ("clearance", "sweep_half_range", "rate", "joint_state_timeout", "trim") and not (
             math.isfinite(value) and value >= 0.0):
         return f"{name}={value}: expected a finite value >= 0"
-    if name in ("rate", "sweep_half_range") and value <= 0.0:
+    if name == "sweep_half_range" and value <= 0.0:
         return f"{name}={value}: expected > 0"
-    if name == "torque_constants" and (len(value) == 0 or min(value) <= 0.0):
-        return f"torque_constants={list(value)}: expected values > 0 [N m/A]"
+    if name == "joint_state_timeout" and value < MIN_JOINT_STATE_TIMEOUT_S:
+        return f"joint_state_timeout={value} s: expected >= {MIN_JOINT_STATE_TIMEOUT_S:g}"
+    if name == "joint_state_timeout" and value > MAX_JOINT_STATE_TIMEOUT_S:
+        return (f"joint_state_timeout={value} s: expected <= {MAX_JOINT_STATE_TIMEOUT_S:g} (a "
+                "longer one lets the arm move on old measurements)")
+    if name == "sweep_half_range" and value > 180.0:
+        return f"sweep_half_range={value} deg: expected <= 180"
+    if name == "rate" and not RATE_RANGE_HZ[0] <= value <= RATE_RANGE_HZ[1]:
+        return f"rate={value} Hz: expected {RATE_RANGE_HZ[0]:g} to {RATE_RANGE_HZ[1]:g}"
+    if name == "torque_constants" and not (_finite_numbers(value) and min(value) > 0.0):
+        return f"torque_constants={list(value)}: expected finite values > 0 [N m/A]"
+    if name == "static_configuration" and not _finite_numbers(value):
+        return f"static_configuration={list(value)}: expected finite angles [deg]"
+    if name == "acceleration_limit" and not (
+            math.isfinite(value)
+            and ACCELERATION_RANGE_DEG_S2[0] <= value <= ACCELERATION_RANGE_DEG_S2[1]):
+        return (f"acceleration_limit={value} deg/s^2: expected {ACCELERATION_RANGE_DEG_S2[0]:g} "
+                f"to {ACCELERATION_RANGE_DEG_S2[1]:g}")
+    if name == "diagnostics_rate" and not (
+            DIAGNOSTICS_RATE_RANGE_HZ[0] <= value <= DIAGNOSTICS_RATE_RANGE_HZ[1]):
+        return (f"diagnostics_rate={value} Hz: expected {DIAGNOSTICS_RATE_RANGE_HZ[0]:g} to "
+                f"{DIAGNOSTICS_RATE_RANGE_HZ[1]:g}")
     if name == "method" and value not in METHODS:
         return f"method={value!r}: expected one of {', '.join(METHODS)}"
     if name == "average" and not (isinstance(value, int) and value >= 1):
         return f"average={value!r}: expected an integer >= 1 (samples per block)"
+    if name == "output_path" and not (isinstance(value, str) and value.strip()):
+        return f"output_path={value!r}: expected a file path"
     return None
+
+
+def output_problem(path: str) -> str | None:
+    """Why results cannot be written to ``path`` (None when they can); never raises."""
+    target = Path(path)
+    try:
+        check_output(target, option="output_path")
+    except ConfigurationError as exc:
+        return str(exc)
+    if target.is_dir():
+        return f"output_path {path}: is a folder; give a file path"
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"output_path {path}: the file is not writable; choose a writable output_path"
+    return None
+
+
+def _guarded(method: _Callback) -> _Callback:
+    """A callback that reports an unexpected error (stop, diagnostics) instead of ending the node."""
+
+    @functools.wraps(method)
+    def guarded(self: IdentificationExecutor, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except Exception as exc:  # a motor-commanding node must not die in a callback
+            message = self._internal_error(method.__name__, exc)
+            if len(args) == 2 and hasattr(args[1], "message"):  # a service: answer it
+                args[1].success, args[1].message = False, message
+                return args[1]
+            return None
+    return guarded  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One joint-state reading of the arm.
+
+    Attributes:
+        stamp: its header stamp on the node clock [s] (the receipt time when unstamped).
+        received: when it arrived, node clock [s].
+        position: joint positions [rad].
+        velocity: joint velocities [rad/s].
+        torque: joint torques [N m] (effort, or ``k_e`` times the current).
+    """
+
+    stamp: float
+    received: float
+    position: np.ndarray
+    velocity: np.ndarray
+    torque: np.ndarray
 
 
 class IdentificationExecutor(LifecycleNode):
@@ -137,29 +276,61 @@ class IdentificationExecutor(LifecycleNode):
         self.declare_parameter("trim", 0.5)
         self.declare_parameter("method", "sequential")
         self.declare_parameter("average", DEFAULT_AVERAGE)
+        self.declare_parameter("acceleration_limit", 30.0)
+        self.declare_parameter("diagnostics_rate", 2.0)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.state = "unconfigured"
         self.message = ""
         self.estimate: Estimate | None = None
+        self.quality: TimingQuality | None = None
+        self.joints: tuple[str, ...] = ()
+        self._active = False
         self._timer: Any = None
         self._diag_timer: Any = None
         self._follower: PlanFollower | None = None
-        self._last: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._stream: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
-        self._t0 = 0.0
+        self._last: Sample | None = None
+        self._stream: list[Sample] = []
+        self._command_times: list[float] = []
+        self._t0_ns = 0  # the run's start, node clock [ns] (integers: a float of ~1.8e9 s
+        # resolves only 0.24 us, which shows in the velocity steps between commands)
         self._point: Any = None
+        #: the last command sent: (time [ns], positions [rad], velocities [rad/s])
+        self._sent: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._ramp: BrakingRamp | None = None
+        self._ramp_t0_ns = 0
+        self._ending: tuple[str, str] = ("", "")
+        self._cause_is_input = False
+        self._rejected = 0
+        self._reject_reason = ""
+        self._rejected_since_last = False
+        self._warn = LogThrottle(self.get_logger(), 1.0)
 
     # --- parameters -----------------------------------------------------------------------
 
     def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
         for p in params:
-            reason = validate(p.name, p.value)
+            reason = self._refusal(p.name, p.value)
             if reason is not None:
                 return SetParametersResult(successful=False, reason=reason)
-            if self.state == "running":
-                return SetParametersResult(successful=False,
-                                           reason="parameters cannot change during a run: cancel first")
         return SetParametersResult(successful=True)
+
+    def _refusal(self, name: str, value: Any) -> str | None:
+        """Why setting ``name`` to ``value`` now is refused (None: accepted)."""
+        if self.state in ("running", "stopping"):
+            return "parameters cannot change during a run: cancel first"
+        if name in CONFIGURE_PARAMETERS and self.state != "unconfigured":
+            return (f"{name} is used when the node is configured: deactivate and clean up the "
+                    "node, set it, then configure again")
+        if name in ACTIVATE_PARAMETERS and self._active:
+            return f"{name} is used at activation: deactivate, set it, then activate again"
+        reason = validate(name, value)
+        if reason is None and name == "torque_constants" and self.joints and (
+                len(value) != len(self.joints)):
+            reason = (f"torque_constants has {len(value)} values: expected {len(self.joints)}, "
+                      "one per arm joint")
+        if reason is None and name == "output_path":
+            reason = output_problem(str(value))
+        return reason
 
     def _p(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -167,54 +338,11 @@ class IdentificationExecutor(LifecycleNode):
     # --- lifecycle ------------------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Load the model, collision geometry and parameter set; create topics and services."""
+        """Load the model, collision geometry and parameter set, plan; create topics and services."""
         try:
-            for name in ("speed", "torque_source", "gravity", "clearance", "rate",
-                         "sweep_half_range", "torque_constants", "method", "trim",
-                         "joint_state_timeout", "average"):
-                reason = validate(name, self._p(name))
-                if reason is not None:
-                    raise HumanoidBalanceError(reason)
-            urdf = self._p("urdf_path") or str(package_urdf_path("lunar_arm"))
-            model = pin.buildModelFromUrdf(urdf)
-            self.joints = tuple(self._p("arm_joints"))
-            if self.joints != tuple(model.names[1:]):
-                raise HumanoidBalanceError(
-                    f"arm_joints {list(self.joints)} must be the URDF's chain "
-                    f"{list(model.names[1:])}, in order")
-            self.regressor = GravityRegressor(model, float(self._p("gravity")))
-            self.pset: ParameterSet = identification_parameters(self.regressor)
-            self.clearance = ClearanceChecker(urdf, model)
-            n = len(self.joints)
-            static = np.radians(np.asarray(self._p("static_configuration"), float))
-            constants = np.asarray(self._p("torque_constants"), float)
-            if static.shape != (n,) or constants.shape != (n,):
-                raise HumanoidBalanceError(
-                    f"static_configuration has {static.size} and torque_constants "
-                    f"{constants.size} values: expected {n} each")
-            self.static, self.torque_constants = static, constants
-            self.lower, self.upper = model.lowerPositionLimit.copy(), model.upperPositionLimit.copy()
-            half = math.radians(float(self._p("sweep_half_range")))
-            ranges = [(max(s - half, lo), min(s + half, hi))
-                      for s, lo, hi in zip(static, self.lower, self.upper, strict=True)]
-            statics = [static] * n
-            if self._p("optimize_configuration"):
-                statics = self._optimised_statics(static, ranges)
-            self.plan = identification_plan(statics, ranges,
-                                            math.radians(float(self._p("speed"))))
-            for sweep in self.plan:
-                q = sweep.start_configuration()
-                if np.any(q < self.lower) or np.any(q > self.upper):
-                    raise HumanoidBalanceError(
-                        f"static configuration {np.degrees(q).round(1).tolist()} deg of "
-                        f"{self.joints[sweep.joint]}'s sweep is outside the joint limits")
-                distance, pair = self.clearance.min_distance(q)
-                if distance < float(self._p("clearance")):
-                    raise HumanoidBalanceError(
-                        f"static configuration of {self.joints[sweep.joint]}'s sweep leaves "
-                        f"{distance * 1e3:.1f} mm between {pair}, less than clearance: "
-                        "choose another static_configuration")
-        except (HumanoidBalanceError, ValueError, RuntimeError) as exc:
+            self._configure_model()
+        except (HumanoidBalanceError, ValueError, RuntimeError, OSError) as exc:
+            self.joints = ()
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         qos = QoSProfile(depth=10)
@@ -227,8 +355,64 @@ class IdentificationExecutor(LifecycleNode):
                                             QoSProfile(depth=100))
         self.srv_start = self.create_service(Trigger, "/identification/start", self._on_start)
         self.srv_cancel = self.create_service(Trigger, "/identification/cancel", self._on_cancel)
+        self._last, self._sent, self._ramp = None, None, None
+        self._rejected, self._reject_reason, self._rejected_since_last = 0, "", False
         self.state, self.message = "idle", "configured"
         return TransitionCallbackReturn.SUCCESS
+
+    def _configure_model(self) -> None:
+        for name in CHECKED_PARAMETERS:
+            reason = validate(name, self._p(name))
+            if reason is not None:
+                raise ConfigurationError(reason)
+        problem = output_problem(str(self._p("output_path")))
+        if problem is not None:
+            raise ConfigurationError(problem)
+        urdf = self._p("urdf_path") or str(package_urdf_path("lunar_arm"))
+        if not Path(urdf).is_file():
+            raise ConfigurationError(f"urdf_path {urdf!r} is not a file: give the arm's URDF")
+        model = pin.buildModelFromUrdf(urdf)
+        joints = tuple(self._p("arm_joints"))
+        if joints != tuple(model.names[1:]):
+            raise ConfigurationError(
+                f"arm_joints {list(joints)} must be the URDF's chain "
+                f"{list(model.names[1:])}, in order")
+        self.joints = joints
+        self.regressor = GravityRegressor(model, float(self._p("gravity")))
+        self.pset: ParameterSet = identification_parameters(self.regressor)
+        self.clearance = ClearanceChecker(urdf, model)
+        n = len(self.joints)
+        static = np.radians(np.asarray(self._p("static_configuration"), float))
+        constants = np.asarray(self._p("torque_constants"), float)
+        if static.shape != (n,) or constants.shape != (n,):
+            raise ConfigurationError(
+                f"static_configuration has {static.size} and torque_constants "
+                f"{constants.size} values: expected {n} each")
+        self.static = static
+        self.lower, self.upper = model.lowerPositionLimit.copy(), model.upperPositionLimit.copy()
+        # a URDF without a limit gives 0 (or inf): no check then
+        self.velocity_limit = np.where(model.velocityLimit > 0.0, model.velocityLimit, np.inf)
+        self.effort_limit = np.where(model.effortLimit > 0.0, model.effortLimit, np.inf)
+        self.acceleration = math.radians(float(self._p("acceleration_limit")))
+        half = math.radians(float(self._p("sweep_half_range")))
+        ranges = [(max(s - half, lo), min(s + half, hi))
+                  for s, lo, hi in zip(static, self.lower, self.upper, strict=True)]
+        statics = [static] * n
+        if self._p("optimize_configuration"):
+            statics = self._optimised_statics(static, ranges)
+        self.plan = identification_plan(statics, ranges, math.radians(float(self._p("speed"))))
+        for sweep in self.plan:
+            q = sweep.start_configuration()
+            if np.any(q < self.lower) or np.any(q > self.upper):
+                raise ConfigurationError(
+                    f"static configuration {np.degrees(q).round(1).tolist()} deg of "
+                    f"{self.joints[sweep.joint]}'s sweep is outside the joint limits")
+            distance, pair = self.clearance.min_distance(q)
+            if distance < float(self._p("clearance")):
+                raise ConfigurationError(
+                    f"static configuration of {self.joints[sweep.joint]}'s sweep leaves "
+                    f"{distance * 1e3:.1f} mm between {pair}, less than clearance: "
+                    "choose another static_configuration")
 
     def _optimised_statics(self, static: np.ndarray, ranges: Sequence[tuple[float, float]]
                            ) -> list[np.ndarray]:
@@ -246,36 +430,57 @@ class IdentificationExecutor(LifecycleNode):
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the command and diagnostics timers."""
+        self._destroy_timers()  # a stop's ramp may still run from the last deactivation
+        if self.state == "stopping":
+            self._brake_now()
         self._timer = self.create_timer(1.0 / float(self._p("rate")), self._on_timer)
-        self._diag_timer = self.create_timer(0.5, self._publish_diagnostics)
-        self.state = "idle"
+        self._diag_timer = self.create_timer(1.0 / float(self._p("diagnostics_rate")),
+                                             self._publish_diagnostics)
+        self._active = True
+        self.state, self.message = "idle", "active"
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Stop a run where the arm is and stop the timers."""
+        """Stop a run (the braking ramp goes on until the arm is at rest), then the timers."""
+        self._active = False
         if self.state == "running":
-            self._stop("cancelled", "deactivated during the run")
-        self._destroy_timers()
-        self.state = "inactive"
+            self._stop("cancelled", "deactivated during the run", cause_is_input=False)
+        if self.state != "stopping":
+            self._destroy_timers()
+            self.state, self.message = "inactive", "deactivated"
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Drop topics and services."""
+        """Finish a stop, drop topics and services."""
+        self._brake_now()
         self._destroy_timers()
         self.destroy_subscription(self.sub)
         for pub in (self.pub_command, self.pub_params, self.pub_diag):
             self.destroy_publisher(pub)
         self.destroy_service(self.srv_start)
         self.destroy_service(self.srv_cancel)
-        self.state = "unconfigured"
+        self.joints = ()
+        self.state, self.message = "unconfigured", "cleaned up"
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Hold if running."""
+        """Stop a run and finish its braking ramp."""
+        self._active = False
         if self.state == "running":
-            self._stop("cancelled", "shutdown during the run")
+            self._stop("cancelled", "shutdown during the run", cause_is_input=False)
+        self._brake_now()
         self._destroy_timers()
+        self.state, self.message = "finalized", "shut down"
         return TransitionCallbackReturn.SUCCESS
+
+    def destroy_node(self) -> None:
+        """Stop a run with its braking ramp before the node goes (SIGINT, SIGTERM)."""
+        try:
+            if self.state == "running":
+                self._stop("cancelled", "node stopped during the run", cause_is_input=False)
+            self._brake_now()
+        finally:
+            super().destroy_node()
 
     def _destroy_timers(self) -> None:
         destroy_timers(self, self._timer, self._diag_timer)
@@ -283,62 +488,148 @@ class IdentificationExecutor(LifecycleNode):
 
     # --- inputs -----------------------------------------------------------------------------
 
+    def _now_ns(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
     def _now(self) -> float:
-        return float(self.get_clock().now().nanoseconds) * 1e-9
+        return float(self._now_ns()) * 1e-9
 
+    def _reject(self, reason: str) -> None:
+        self._rejected += 1
+        self._reject_reason = reason
+        self._rejected_since_last = True
+        self._warn.warning(f"/joint_states rejected ({self._rejected} so far): {reason}")
+
+    @_guarded
     def _on_joint_states(self, msg: JointState) -> None:
-        index = {n: i for i, n in enumerate(msg.name)}
-        missing = [j for j in self.joints if j not in index]
-        if missing:
+        if not self.joints:
+            return
+        now = self._now()
+        names = list(msg.name)
+        present = [j for j in self.joints if j in names]
+        if not present:
             return  # another group's joint states
-        idx = [index[j] for j in self.joints]
-        q = np.array([msg.position[i] for i in idx]) if len(msg.position) == len(msg.name) \
-            else np.full(len(idx), np.nan)
-        qd = np.array([msg.velocity[i] for i in idx]) if len(msg.velocity) == len(msg.name) \
-            else np.full(len(idx), np.nan)
-        effort = np.array([msg.effort[i] for i in idx]) if len(msg.effort) == len(msg.name) \
-            else np.full(len(idx), np.nan)
-        tau = effort * self.torque_constants if self._p("torque_source") == "current" else effort
+        if len(present) < len(self.joints):
+            missing = [j for j in self.joints if j not in names]
+            self._reject(f"names {present} of the arm without {missing}")
+            return
+        if any(names.count(j) > 1 for j in self.joints):
+            self._reject(f"an arm joint named twice in {names}")
+            return
+        n = len(names)
+        if len(msg.position) != n or len(msg.velocity) not in (0, n) or len(msg.effort) not in (
+                0, n):
+            self._reject(f"{n} names but {len(msg.position)} positions, {len(msg.velocity)} "
+                         f"velocities, {len(msg.effort)} efforts")
+            return
+        idx = [names.index(j) for j in self.joints]
+        nan = np.full(len(idx), np.nan)
+        q = np.array([msg.position[i] for i in idx], float)
+        qd = np.array([msg.velocity[i] for i in idx], float) if len(msg.velocity) else nan
+        effort = np.array([msg.effort[i] for i in idx], float) if len(msg.effort) else nan
+        with np.errstate(over="ignore", invalid="ignore"):
+            tau = effort * np.asarray(self._p("torque_constants"), float) if (
+                self._p("torque_source") == "current") else effort
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        t = stamp if stamp > 0.0 else self._now()
-        self._last = (t, q, qd, tau)
-        if self.state == "running" and np.all(np.isfinite(q)) and np.all(np.isfinite(tau)):
-            self._stream.append(self._last)
+        t = stamp if stamp > 0.0 else now
+        timeout = float(self._p("joint_state_timeout"))
+        if t - now > timeout:
+            self._reject(f"stamped {t - now:.3f} s in the future (more than joint_state_timeout "
+                         f"{timeout:.3f} s): check that the clocks agree (use_sim_time)")
+            return
+        last = self._last
+        if last is not None and t < last.stamp and now >= last.stamp:
+            self._reject(f"stamp {last.stamp - t:.3f} s older than the newest joint state's "
+                         "(stamps went back)")
+            return
+        sample = Sample(t, now, q, qd, tau)
+        self._last = sample
+        self._rejected_since_last = False
+        if self.state == "running" and self._sample_problem(sample) is None and (
+                self._plausibility_problem(sample) is None):
+            self._stream.append(sample)
 
-    def _input_problem(self) -> str | None:
-        if self._last is None:
-            return "no /joint_states with the arm joints received"
-        t, q, qd, tau = self._last
-        age = self._now() - t
-        if age > float(self._p("joint_state_timeout")):
-            return (f"/joint_states are {age:.3f} s old (timeout "
-                    f"{float(self._p('joint_state_timeout')):.3f} s)")
+    def _sample_problem(self, sample: Sample) -> str | None:
+        """Why a reading cannot be used: not finite, outside the limits (None: it can)."""
+        q, qd, tau = sample.position, sample.velocity, sample.torque
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
             return "/joint_states position or velocity missing or not finite"
         if not np.all(np.isfinite(tau)):
             return (f"/joint_states carry no finite effort for every arm joint "
                     f"({self._p('torque_source')} is needed to measure torque)")
+        out = np.flatnonzero((q < self.lower - LIMIT_TOLERANCE_RAD)
+                             | (q > self.upper + LIMIT_TOLERANCE_RAD))
+        if out.size:
+            return f"joints {[self.joints[i] for i in out]} left their limits"
+        return None
+
+    def _plausibility_problem(self, sample: Sample) -> str | None:
+        """Why a finite reading is implausible: beyond the URDF's velocity or effort limits."""
+        qd, tau = sample.velocity, sample.torque
+        fast = np.flatnonzero(np.abs(qd) > self.velocity_limit)
+        if fast.size:
+            i = int(fast[0])
+            return (f"/joint_states give {self.joints[i]} a velocity of {qd[i]:.3g} rad/s, beyond "
+                    f"its limit {self.velocity_limit[i]:.3g} rad/s: a sensor fault?")
+        strong = np.flatnonzero(np.abs(tau) > self.effort_limit)
+        if strong.size:
+            i = int(strong[0])
+            return (f"/joint_states give {self.joints[i]} a torque of {tau[i]:.3g} N m, beyond "
+                    f"its limit {self.effort_limit[i]:.3g} N m: a sensor fault "
+                    "(or wrong torque_constants)?")
+        return None
+
+    def _input_problem(self, now: float | None = None, plausible: bool = True) -> str | None:
+        """Why the joint states cannot be used now (None: they can).
+
+        Stale, not finite, outside the limits; with ``plausible`` also beyond the
+        velocity or effort limits.
+        """
+        now = self._now() if now is None else now
+        last = self._last
+        if last is None:
+            rejected = (f"; the newest were rejected: {self._reject_reason}"
+                        if self._rejected_since_last else "")
+            return f"no /joint_states with the arm joints received{rejected}"
+        timeout = float(self._p("joint_state_timeout"))
+        if self._rejected_since_last:
+            return f"the newest /joint_states were rejected: {self._reject_reason}"
+        if now < last.received - timeout:
+            return (f"the node's clock went back {last.received - now:.3f} s (simulation "
+                    "restarted?): waiting for new /joint_states")
+        age = max(now - last.stamp, now - last.received)
+        if age > timeout:
+            return f"/joint_states are {age:.3f} s old (timeout {timeout:.3f} s)"
+        problem = self._sample_problem(last)
+        if problem is None and plausible:
+            problem = self._plausibility_problem(last)
+        return problem
+
+    def _clearance_problem(self, q: np.ndarray) -> str | None:
+        """Why the arm may not move from ``q`` (links too close; None: it may)."""
+        distance, pair = self.clearance.min_distance(q)
+        if distance < float(self._p("clearance")):
+            return (f"clearance {distance * 1e3:.1f} mm between {pair} is below "
+                    f"{float(self._p('clearance')) * 1e3:.1f} mm")
         return None
 
     # --- services ------------------------------------------------------------------------------
 
+    @_guarded
     def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if self._timer is None:
-            response.success, response.message = False, "not active: activate the node first"
-            return response
-        if self.state == "running":
-            response.success, response.message = False, "a run is in progress: cancel it first"
-            return response
-        problem = self._input_problem()
-        if problem is not None:
-            response.success, response.message = False, f"refused to start: {problem}"
-            self.get_logger().warning(response.message)
+        refusal = self._start_refusal()
+        if refusal is not None:
+            response.success, response.message = False, refusal
+            self._warn.warning(response.message)
             return response
         assert self._last is not None
-        self._follower = PlanFollower(self.plan, self._last[1])
-        self._stream = []
-        self._t0 = self._now()
-        self.estimate = None
+        now_ns = self._now_ns()
+        self._follower = PlanFollower(self.plan, self._last.position,
+                                      acceleration=self.acceleration)
+        self._stream, self._command_times = [], []
+        self._sent, self._ramp, self._point = None, None, None
+        self._t0_ns = now_ns
+        self.estimate, self.quality = None, None
         self.state, self.message = "running", "started"
         response.success = True
         response.message = (f"started: {len(self.plan)} sweeps, "
@@ -346,81 +637,203 @@ class IdentificationExecutor(LifecycleNode):
         self.get_logger().info(response.message)
         return response
 
+    def _start_refusal(self) -> str | None:
+        if not self._active or self._timer is None:
+            return "not active: activate the node first"
+        if self.state in ("running", "stopping"):
+            return f"a run is in progress ({self.state}): cancel it first"
+        problem = self._input_problem()
+        if problem is None:
+            assert self._last is not None
+            problem = self._clearance_problem(self._last.position)
+        if problem is None:
+            problem = output_problem(str(self._p("output_path")))
+        return None if problem is None else f"refused to start: {problem}"
+
+    @_guarded
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         if self.state != "running":
             response.success, response.message = False, f"nothing to cancel (state {self.state})"
             return response
-        self._stop("cancelled", "cancelled on request")
-        response.success, response.message = True, "cancelled: holding the arm where it is"
+        self._stop("cancelled", "cancelled on request", cause_is_input=False)
+        response.success, response.message = True, "cancelled: the arm brakes to rest"
         return response
 
     # --- loop ----------------------------------------------------------------------------------
 
-    def _command(self, position: np.ndarray, velocity: np.ndarray) -> None:
+    def _command(self, position: np.ndarray, velocity: np.ndarray, now_ns: int) -> None:
+        """Publish a command stamped ``now_ns`` [ns] (the time it was computed for)."""
+        position = np.clip(np.asarray(position, float), self.lower, self.upper)
+        velocity = np.asarray(velocity, float)
+        if not (np.all(np.isfinite(position)) and np.all(np.isfinite(velocity))):
+            raise HumanoidBalanceError(f"non-finite command {position.tolist()} "
+                                       f"{velocity.tolist()} not sent")
         msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = stamp_msg(now_ns)
         msg.name = list(self.joints)
-        msg.position = np.clip(position, self.lower, self.upper).tolist()
-        msg.velocity = np.asarray(velocity, float).tolist()
+        msg.position = position.tolist()
+        msg.velocity = velocity.tolist()
         self.pub_command.publish(msg)
+        self._sent = (now_ns, position, velocity)
+        if self.state == "running":
+            self._command_times.append(now_ns * 1e-9)
 
-    def _stop(self, state: str, message: str) -> None:
-        """Hold at the measured position (zero velocity) and leave the run."""
-        if self._last is not None and np.all(np.isfinite(self._last[1])):
-            self._command(self._last[1], np.zeros(len(self.joints)))
-        elif self._point is not None:
-            self._command(self._point.position, np.zeros(len(self.joints)))
-        self.state, self.message = state, message
-        level = self.get_logger().info if state == "cancelled" else self.get_logger().error
-        level(f"run stopped: {message}")
+    def _stop(self, state: str, message: str, *, cause_is_input: bool) -> None:
+        """Leave the run: brake the command to rest, then ``state`` with ``message``."""
+        if self._sent is not None:
+            t, position, velocity = self._sent
+            self._ramp = BrakingRamp(position, velocity, self.acceleration)
+            self._ramp_t0_ns = t
+        else:
+            self._ramp = None
+        self._ending = (state, message)
+        self._cause_is_input = cause_is_input
+        self.state, self.message = "stopping", message
+        if state == "cancelled":
+            self.get_logger().info(f"run stopped: {message}")
+        else:
+            self.get_logger().error(f"run stopped: {message}")
 
+    def _ramp_step(self, now_ns: int) -> bool:
+        """Send the braking ramp's command for ``now_ns``; True once the arm is at rest."""
+        ramp = self._ramp
+        if ramp is None:
+            return True
+        elapsed = (now_ns - self._ramp_t0_ns) * 1e-9
+        position, velocity = ramp.at(elapsed)
+        self._command(position, velocity, now_ns)
+        return elapsed >= ramp.duration
+
+    def _end_stop(self) -> None:
+        self.state, self.message = self._ending
+        self._ramp = None
+        if not self._active:  # deactivated during the run: the ramp is over, so are the timers
+            self._destroy_timers()
+
+    def _brake_now(self) -> None:
+        """Finish a braking ramp at once, on the wall clock (cleanup, shutdown, exit)."""
+        if self.state != "stopping":
+            return
+        ramp, start = self._ramp, time.monotonic()
+        period = 1.0 / float(self._p("rate"))
+        if ramp is not None:
+            offset_ns = self._now_ns() - self._ramp_t0_ns
+            while True:
+                elapsed_ns = offset_ns + int((time.monotonic() - start) * 1e9)
+                elapsed = elapsed_ns * 1e-9
+                position, velocity = ramp.at(elapsed)
+                try:
+                    self._command(position, velocity, self._ramp_t0_ns + elapsed_ns)
+                except Exception:  # the context is going: nothing more can be sent
+                    break
+                if elapsed >= ramp.duration:
+                    break
+                time.sleep(period)
+        self.state, self.message = self._ending
+        self._ramp = None
+
+    @_guarded
     def _on_timer(self) -> None:
+        now_ns = self._now_ns()
+        now = now_ns * 1e-9
+        if self.state == "stopping":
+            if self._ramp_step(now_ns):
+                self._end_stop()
+            return
         if self.state != "running" or self._follower is None:
             return
-        problem = self._input_problem()
+        problem = self._input_problem(now, plausible=False)
+        cause_is_input = problem is not None
         if problem is None:
             assert self._last is not None
-            q = self._last[1]
-            out = np.flatnonzero((q < self.lower - LIMIT_TOLERANCE_RAD)
-                                 | (q > self.upper + LIMIT_TOLERANCE_RAD))
-            if out.size:
-                problem = f"joints {[self.joints[i] for i in out]} left their limits"
-            else:
-                distance, pair = self.clearance.min_distance(q)
-                if distance < float(self._p("clearance")):
-                    problem = (f"clearance {distance * 1e3:.1f} mm between {pair} is below "
-                               f"{float(self._p('clearance')) * 1e3:.1f} mm")
+            problem = self._clearance_problem(self._last.position)
+            cause_is_input = problem is None
+        if problem is None:
+            assert self._last is not None
+            problem = self._plausibility_problem(self._last)
+            cause_is_input = problem is not None
         if problem is not None:
-            self._stop("failed", problem)
+            self._stop("failed", problem, cause_is_input=cause_is_input)
+            if self._ramp_step(now_ns):
+                self._end_stop()
             return
-        point = self._follower.at(self._now() - self._t0)
+        point = self._follower.at((now_ns - self._t0_ns) * 1e-9)
         self._point = point
-        if point.phase == "done":
-            self._command(point.position, np.zeros(len(self.joints)))
+        self._command(point.position, point.velocity, now_ns)
+        if point.phase == "done" and self._arm_settled(now):
             self._finish()
-            return
-        self._command(point.position, point.velocity)
+
+    def _arm_settled(self, now: float) -> bool:
+        """After the plan's end: the arm measured at rest, or ``SETTLE_TIMEOUT_S`` passed.
+
+        The arm follows its targets with a lag: its last pass ends after the
+        plan's, and those samples pair the last sweep.
+        """
+        assert self._follower is not None and self._last is not None
+        end = self._t0_ns * 1e-9 + self._follower.duration
+        still = float(np.abs(self._last.velocity).max()) < 0.3 * math.radians(
+            float(self._p("speed")))
+        return (self._last.stamp > end and still) or now - end > SETTLE_TIMEOUT_S
 
     def _finish(self) -> None:
         try:
-            t = np.array([s[0] for s in self._stream])
+            stream = self._stream
+            t = np.array([s.stamp for s in stream])
             recordings = segment_sweeps(
-                t, np.array([s[1] for s in self._stream]), np.array([s[2] for s in self._stream]),
-                np.array([s[3] for s in self._stream]),
+                t, np.array([s.position for s in stream]), np.array([s.velocity for s in stream]),
+                np.array([s.torque for s in stream]),
                 moving_rad_s=0.3 * math.radians(float(self._p("speed"))),
                 trim_s=float(self._p("trim")))
             self.estimate = identify(recordings, self.regressor, self.pset,
                                      method=str(self._p("method")), average=int(self._p("average")))
-        except (HumanoidBalanceError, ValueError) as exc:
+            if not np.all(np.isfinite(self.estimate.values)):
+                raise HumanoidBalanceError("the estimate is not finite")
+        except Exception as exc:  # any failure of the estimation ends the run, not the node
             self.state, self.message = "failed", f"estimation failed: {exc}"
+            self._cause_is_input = False
             self.get_logger().error(self.message)
             return
+        self.quality = timing_quality(t, np.array([s.received for s in stream]),
+                                      np.array(self._command_times), 1.0 / float(self._p("rate")))
         self._publish_parameters(self.estimate)
         path = Path(str(self._p("output_path")))
-        write_yaml(path, results_document(self.estimate, self.joints, float(self._p("gravity")),
-                                          len(recordings)))
+        document = results_document(self.estimate, self.joints, float(self._p("gravity")),
+                                     len(recordings))
+        document["timing"] = {key: getattr(self.quality, key) for key in (
+            "samples", "sample_interval_s", "sample_gap_share", "longest_sample_gap_s",
+            "late_share", "command_gap_share", "longest_command_gap_s")}
+        document["warnings"] = list(self.quality.warnings)
+        try:
+            write_yaml(path, document)
+        except OSError as exc:
+            self.state = "failed"
+            self.message = (f"parameters estimated and published on /identification/parameters, "
+                            f"but not written to {path}: {exc.strerror or exc}; choose a writable "
+                            "output_path")
+            self._cause_is_input = False
+            self.get_logger().error(self.message)
+            return
         self.state, self.message = "done", f"parameters written to {path}"
-        self.get_logger().info(self.message)
+        if self.quality.warnings:
+            self.message += "; " + "; ".join(self.quality.warnings)
+            self.get_logger().warning(self.message)
+        else:
+            self.get_logger().info(self.message)
+
+    def _internal_error(self, where: str, exc: Exception) -> str:
+        """An unexpected error in a callback: stop a run, report; the node goes on. The message."""
+        message = f"internal error in {where}: {type(exc).__name__}: {exc}"
+        self.get_logger().error(message)
+        try:
+            if self.state == "running":
+                self._stop("failed", message, cause_is_input=False)
+            elif self.state == "stopping":
+                self._ramp = None
+                self.state, self.message = "failed", message
+        except Exception as second:  # braking from a broken command: hold what was sent last
+            self._ramp = None
+            self.state, self.message = "failed", f"{message}; then {second}"
+        return message
 
     def _publish_parameters(self, estimate: Estimate) -> None:
         msg = Float64MultiArray()
@@ -429,15 +842,36 @@ class IdentificationExecutor(LifecycleNode):
         msg.data = [float(v) for v in estimate.values]
         self.pub_params.publish(msg)
 
+    @_guarded
     def _publish_diagnostics(self) -> None:
         point = self._point
-        values: dict[str, Any] = {"state": self.state}
+        problem = self._input_problem()
+        values: dict[str, Any] = {"state": self.state, "input": problem or "ok",
+                                  "rejected_joint_states": self._rejected}
+        if self._rejected:
+            values["last_rejection"] = self._reject_reason
         if point is not None and self.state == "running":
             values.update({"joint": self.joints[point.joint], "pass": point.phase,
                            "percent": round(point.percent, 1)})
-        level = {"failed": ERROR, "cancelled": WARN}.get(self.state, OK)
-        status = diagnostic_status(f"{NODE_NAME}: progress", level, self.message, values)
+        level, message = self._level(problem)
+        status = diagnostic_status(f"{NODE_NAME}: progress", level, message, values)
         self.pub_diag.publish(diagnostic_array(self, [status]))
+
+    def _level(self, problem: str | None) -> tuple[int, str]:
+        """The diagnostics level and message: the run's state and the input's problem."""
+        state, message = self.state, self.message
+        if state == "stopping":
+            ending = self._ending[0]
+            return (OK if ending == "cancelled" else ERROR), f"stopping: {message}"
+        if state == "failed":
+            if self._cause_is_input and problem is None:
+                return WARN, f"run stopped: {message} (cleared: start a new run)"
+            return ERROR, f"run stopped: {message}"
+        if state == "done" and self.quality is not None and self.quality.warnings:
+            return WARN, message
+        if problem is not None and state in ("idle", "done", "cancelled", "running"):
+            return WARN, f"{message}; a start would be refused: {problem}"
+        return OK, message
 
 
 def main(args: Sequence[str] | None = None) -> int:
@@ -446,9 +880,10 @@ def main(args: Sequence[str] | None = None) -> int:
     SIGINT and SIGTERM end the spin between two callbacks (``stop_signals``): with
     rclpy's own handlers the context can be shut down while the command timer
     publishes, and that publish fails with a traceback (seen with ``arm_balance``
-    under load in ``test/process/test_signals.py``).
+    under load in ``test/process/test_signals.py``). A run still going then
+    brakes to rest before the node is destroyed.
     """
-    return run_node(IdentificationExecutor, args, stop_signals=True)
+    return run_node(IdentificationExecutor, args, stop_signals=True, exit_process=True)
 
 
 if __name__ == "__main__":

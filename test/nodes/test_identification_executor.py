@@ -13,7 +13,10 @@ import pytest
 pytestmark = pytest.mark.ros
 
 STATIC_DEG = [0.0, 30.0, 20.0, 60.0, 40.0, 30.0]
-FAST = {"sweep_half_range": 2.0, "trim": 0.2, "static_configuration": STATIC_DEG}
+#: 2-degree sweeps; the node and the simulated arm share one executor here, which on a loaded
+#: 2-core machine can leave the joint states unhandled for more than the default 0.5 s
+FAST = {"sweep_half_range": 2.0, "trim": 0.2, "static_configuration": STATIC_DEG,
+        "joint_state_timeout": 2.0}
 
 
 class Harness:
@@ -135,6 +138,45 @@ def test_average_and_trim_are_validated_when_set() -> None:
     assert (validate("average", 10), validate("trim", 0.5)) == (None, None)
 
 
+@pytest.mark.parametrize(("name", "value", "reason"), [
+    ("torque_constants", [float("nan")] * 6, "torque_constants=[nan, nan, nan, nan, nan, nan]: "
+     "expected finite values > 0 [N m/A]"),
+    ("static_configuration", [0.0, float("inf"), 0.0, 0.0, 0.0, 0.0],
+     "static_configuration=[0.0, inf, 0.0, 0.0, 0.0, 0.0]: expected finite angles [deg]"),
+    ("joint_state_timeout", 60.0, "joint_state_timeout=60.0 s: expected <= 5 (a longer one lets "
+     "the arm move on old measurements)"),
+    ("acceleration_limit", 1.0, "acceleration_limit=1.0 deg/s^2: expected 10 to 10000"),
+    ("rate", 1e6, "rate=1000000.0 Hz: expected 1 to 1000"),
+])
+def test_non_finite_and_out_of_range_values_are_refused(name: str, value: object,
+                                                        reason: str) -> None:
+    """validate() refuses NaN torque constants (issue 12), infinite angles and out-of-range values."""
+    from humanoid_balance.nodes.identification_executor import validate
+
+    assert validate(name, value) == reason
+
+
+def test_double_arrays_as_rclpy_gives_them_are_accepted() -> None:
+    """A double array parameter arrives as array.array('d'): valid values are accepted."""
+    import array
+
+    from humanoid_balance.nodes.identification_executor import validate
+
+    assert validate("torque_constants", array.array("d", [0.5] * 6)) is None
+
+
+def test_output_path_under_a_file_is_named(tmp_path: Path) -> None:
+    """output_problem() names an output_path whose folder is a file, and what to do."""
+    from humanoid_balance.nodes.identification_executor import output_problem
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    problem = output_problem(str(blocker / "results.yaml"))
+    assert problem is not None and problem.startswith(f"output_path {blocker / 'results.yaml'}: "
+                                                      "cannot create") and problem.endswith(
+        "choose a writable output_path")
+
+
 def test_package_config_file_configures_the_node(rclpy_context: Any, repo_root: Path) -> None:
     """config/identification.yaml holds only declared, valid parameters: configure succeeds."""
     import yaml
@@ -191,8 +233,8 @@ def test_start_cancel_restart_and_bag_agree(fast_harness: Harness, tmp_path: Pat
 
     import yaml
 
-    from humanoid_balance.apps.identify import estimate_from_bag
     from humanoid_balance.bag import BagRecorder
+    from humanoid_balance.bag_identification import estimate_from_bag
 
     h = fast_harness
     assert h.sim is not None

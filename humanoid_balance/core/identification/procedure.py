@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -227,6 +228,102 @@ def segment_sweeps(
         else:
             i += 1
     return recordings
+
+
+#: an interval longer than this many times the nominal one is a gap (samples or commands)
+GAP_FACTOR = 2.0
+#: share of gaps above which a run's samples or commands count as irregular
+MAX_GAP_SHARE = 0.02
+#: commands whose median interval exceeds this many times the period are too slow
+SLOW_FACTOR = 1.5
+#: s; a sample received this long after its stamp is late (the arm moved on meanwhile)
+LATE_S = 0.05
+#: share of late samples above which a run counts as fed late
+MAX_LATE_SHARE = 0.02
+
+
+class TimingQuality(NamedTuple):
+    """How regularly a run's joint states came and its commands went out.
+
+    Eq. 5 cancels friction by pairing passes at the same angle and the same
+    constant speed; an arm commanded in stops and starts, or measured in
+    bursts, breaks that assumption and biases the estimate without any error
+    being raised. These figures say when that happened.
+
+    Attributes:
+        samples: joint-state samples recorded.
+        sample_interval_s: median interval between their stamps [s].
+        sample_gap_share: share of intervals longer than ``GAP_FACTOR`` times the median.
+        longest_sample_gap_s: longest interval [s].
+        late_share: share of samples received more than ``LATE_S`` after their stamp.
+        command_gap_share: share of command intervals longer than ``GAP_FACTOR`` times the
+            command period (or their median interval, when longer).
+        longest_command_gap_s: longest command interval [s].
+        warnings: what to suspect, one sentence each (empty: a regular run).
+    """
+
+    samples: int
+    sample_interval_s: float
+    sample_gap_share: float
+    longest_sample_gap_s: float
+    late_share: float
+    command_gap_share: float
+    longest_command_gap_s: float
+    warnings: tuple[str, ...]
+
+
+def _gaps(times: np.ndarray, nominal: float) -> tuple[float, float]:
+    """Share of intervals over ``GAP_FACTOR * nominal`` and the longest interval [s]."""
+    intervals = np.diff(times)
+    if intervals.size == 0 or not nominal > 0.0:
+        return 0.0, 0.0
+    return float(np.mean(intervals > GAP_FACTOR * nominal)), float(intervals.max())
+
+
+def timing_quality(stamps_s: np.ndarray, received_s: np.ndarray, command_times_s: np.ndarray,
+                   command_period_s: float) -> TimingQuality:
+    """Regularity of a run's samples (stamps, receipt times) and commands (their times).
+
+    Args:
+        stamps_s: the samples' stamps [s], in order.
+        received_s: when each sample was received, on the same clock [s].
+        command_times_s: when each command was sent [s].
+        command_period_s: the nominal command period [s].
+    """
+    stamps, received = np.asarray(stamps_s, float), np.asarray(received_s, float)
+    commands = np.asarray(command_times_s, float)
+    if stamps.shape != received.shape:
+        raise InvalidInputError(f"{stamps.shape=} but {received.shape=}: one receipt time per "
+                                "sample is expected")
+    interval = float(np.median(np.diff(stamps))) if stamps.size > 1 else 0.0
+    sample_gaps, longest_sample = _gaps(stamps, interval)
+    late = float(np.mean(received - stamps > LATE_S)) if stamps.size else 0.0
+    command_interval = float(np.median(np.diff(commands))) if commands.size > 1 else 0.0
+    command_gaps, longest_command = _gaps(commands, max(command_period_s, command_interval))
+    warnings = []
+    if sample_gaps > MAX_GAP_SHARE:
+        warnings.append(
+            f"/joint_states came irregularly: {100 * sample_gaps:.1f} % of the intervals exceed "
+            f"{GAP_FACTOR:g}x the median {1e3 * interval:.1f} ms (longest "
+            f"{1e3 * longest_sample:.0f} ms); the friction pairing (eq. 5) may be biased: check "
+            "the drivers' rate and the load of the machine, then run again")
+    if late > MAX_LATE_SHARE:
+        warnings.append(
+            f"/joint_states came late: {100 * late:.1f} % arrived more than {1e3 * LATE_S:.0f} ms "
+            "after their stamp; check the load of the machine and the clocks, then run again")
+    if command_interval > SLOW_FACTOR * command_period_s:
+        warnings.append(
+            f"commands went out every {1e3 * command_interval:.1f} ms, not every "
+            f"{1e3 * command_period_s:.1f} ms: the node could not keep up, or its clock (/clock "
+            "with use_sim_time) ticks slower; lower `rate`, then run again")
+    if command_gaps > MAX_GAP_SHARE:
+        warnings.append(
+            f"commands went out irregularly: {100 * command_gaps:.1f} % of the periods exceed "
+            f"{GAP_FACTOR:g}x {1e3 * max(command_period_s, command_interval):.1f} ms (longest "
+            f"{1e3 * longest_command:.0f} ms): the arm swept in stops and starts; lower `rate` or "
+            "the load of the machine, then run again")
+    return TimingQuality(int(stamps.size), interval, sample_gaps, longest_sample, late,
+                         command_gaps, longest_command, tuple(warnings))
 
 
 def results_document(estimate: Estimate, joints: Sequence[str], gravity: float,

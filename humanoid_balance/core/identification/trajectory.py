@@ -12,6 +12,12 @@ every other joint holds a static configuration:
 (a triangle wave; ``T_i = 2 T_h`` is the paper's period). The joints are
 identified from the last to the first, so a plan lists the sweeps of
 joints n, n-1, ..., 1, each with its static configuration.
+
+A real joint cannot turn from ``+v`` to ``-v`` in no time: with an
+acceleration limit ``a`` the :class:`PlanFollower` makes every pass and every
+approach a rest-to-rest move (:func:`rest_to_rest`: accelerate at ``a``,
+cruise at the sweep speed, brake at ``a``), and :class:`BrakingRamp` stops a
+moving command within the same limit (a hold never steps the velocity to zero).
 """
 
 from __future__ import annotations
@@ -93,6 +99,52 @@ class Sweep:
         return q, qd, direction
 
 
+def rest_to_rest_duration(distance: float, speed: float, acceleration: float = math.inf) -> float:
+    """Time [s] of a rest-to-rest move over ``distance`` [rad] at most at ``speed`` [rad/s].
+
+    Accelerating and braking at ``acceleration`` [rad/s^2] (``inf``: the speed is
+    reached at once, the move takes ``distance / speed``): a trapezoid,
+    ``d / v + v / a``, or a triangle, ``2 sqrt(d / a)``, when the distance is too
+    short to reach the speed (``d < v^2 / a``).
+    """
+    if distance <= 0.0:
+        return 0.0
+    if math.isinf(acceleration):
+        return distance / speed
+    if distance >= speed * speed / acceleration:
+        return distance / speed + speed / acceleration
+    return 2.0 * math.sqrt(distance / acceleration)
+
+
+def rest_to_rest(distance: float, speed: float, acceleration: float, t: float
+                 ) -> tuple[float, float]:
+    """Travel [rad] and speed [rad/s] at ``t`` [s] of the move of :func:`rest_to_rest_duration`.
+
+    .. math::
+
+        s(t) = \\begin{cases} a t^2 / 2 & t < t_a \\\\
+                              a t_a^2 / 2 + v_p (t - t_a) & t_a \\le t < T - t_a \\\\
+                              d - a (T - t)^2 / 2 & T - t_a \\le t \\end{cases},
+        \\qquad v_p = \\min(v, \\sqrt{d a}),\\; t_a = v_p / a
+
+    ``t`` is clipped to ``[0, T]``.
+    """
+    total = rest_to_rest_duration(distance, speed, acceleration)
+    t = min(max(t, 0.0), total)
+    if total == 0.0:
+        return 0.0, 0.0
+    if math.isinf(acceleration):
+        return speed * t, (speed if t < total else 0.0)
+    peak = min(speed, math.sqrt(distance * acceleration))
+    t_acc = peak / acceleration
+    if t < t_acc:
+        return 0.5 * acceleration * t * t, acceleration * t
+    left = total - t
+    if left < t_acc:
+        return distance - 0.5 * acceleration * left * left, acceleration * left
+    return 0.5 * acceleration * t_acc * t_acc + peak * (t - t_acc), peak
+
+
 def identification_plan(
     static: Sequence[np.ndarray] | np.ndarray, ranges: Sequence[tuple[float, float]],
     speed: float = MAX_SPEED_RAD_S, cycles: int = 1,
@@ -137,30 +189,66 @@ class PlanFollower:
     phase ended (the first from ``start``), with the fastest joint at the
     sweep speed, followed by ``settle_s`` of rest.
 
+    With an ``acceleration`` limit every approach and every pass of a sweep is
+    a rest-to-rest move (:func:`rest_to_rest`): the joint accelerates at
+    ``acceleration`` to the sweep speed and brakes at it to rest at the turn,
+    so the target's velocity changes by at most ``acceleration * dt`` in ``dt``
+    (a pass lasts ``speed / acceleration`` longer than eq. 11's ``T_h``).
+    Without one (``None``), eq. 11's triangle wave: the velocity steps at the
+    turns.
+
     Args:
         plan: the sweeps, in the order they run.
         start: the joint positions when the plan starts [rad].
         settle_s: rest after each approach [s].
+        acceleration: acceleration limit of every joint [rad/s^2] (> 0), or None.
     """
 
-    def __init__(self, plan: Sequence[Sweep], start: np.ndarray, settle_s: float = 0.5) -> None:
+    def __init__(self, plan: Sequence[Sweep], start: np.ndarray, settle_s: float = 0.5,
+                 acceleration: float | None = None) -> None:
         if not plan:
             raise ConfigurationError("an identification plan needs at least one sweep")
+        if acceleration is not None and not (math.isfinite(acceleration) and acceleration > 0.0):
+            raise ConfigurationError(f"acceleration={acceleration} rad/s^2: expected a finite "
+                                     "value > 0, or None for eq. 11's triangle wave")
+        start = np.asarray(start, dtype=float)
+        if not np.all(np.isfinite(start)):
+            raise ConfigurationError(f"start={start.tolist()} rad: expected finite positions")
         self.plan = list(plan)
+        self.acceleration = math.inf if acceleration is None else float(acceleration)
         self._segments: list[tuple[float, float, str, int, np.ndarray, np.ndarray, Sweep]] = []
         t = 0.0
-        here = np.asarray(start, dtype=float)
+        here = start
         for sweep in self.plan:
             target = sweep.start_configuration()
-            approach = float(np.abs(target - here).max()) / sweep.speed + settle_s
+            approach = rest_to_rest_duration(float(np.abs(target - here).max()), sweep.speed,
+                                             self.acceleration) + settle_s
             self._segments.append((t, t + approach, "approach", sweep.joint, here, target, sweep))
             t += approach
-            self._segments.append((t, t + sweep.duration, "sweep", sweep.joint, target, target,
-                                   sweep))
-            t += sweep.duration
+            duration = 2 * sweep.cycles * self._pass_duration(sweep)
+            self._segments.append((t, t + duration, "sweep", sweep.joint, target, target, sweep))
+            t += duration
             here = target
         self.duration = t
         self._end = here
+
+    def _pass_duration(self, sweep: Sweep) -> float:
+        return rest_to_rest_duration(abs(sweep.end - sweep.start), sweep.speed, self.acceleration)
+
+    def _sweep_at(self, sweep: Sweep, t: float) -> tuple[np.ndarray, np.ndarray, str]:
+        """Target, its velocity and the pass name ``t`` [s] into ``sweep``."""
+        period = self._pass_duration(sweep)
+        k = min(math.floor(t / period), 2 * sweep.cycles - 1)
+        travel, speed = rest_to_rest(abs(sweep.end - sweep.start), sweep.speed, self.acceleration,
+                                     t - k * period)
+        sign = math.copysign(1.0, sweep.end - sweep.start)
+        forward = k % 2 == 0
+        q = sweep.start_configuration()
+        qd = np.zeros_like(q)
+        q[sweep.joint] = sweep.start + sign * (travel if forward else abs(sweep.end - sweep.start)
+                                               - travel)
+        qd[sweep.joint] = sign * (speed if forward else -speed)
+        return q, qd, ("forward" if forward else "backward")
 
     def at(self, t: float) -> PlanPoint:
         """The target at time ``t`` [s] since the plan's start."""
@@ -171,13 +259,65 @@ class PlanFollower:
             if t < t1:
                 percent = 100.0 * t / self.duration
                 if kind == "approach":
-                    travel = float(np.abs(b - a).max())
-                    moving = travel / sweep.speed
-                    if travel == 0.0 or t - t0 >= moving:
+                    distance = float(np.abs(b - a).max())
+                    moving = rest_to_rest_duration(distance, sweep.speed, self.acceleration)
+                    if distance == 0.0 or t - t0 >= moving:
                         return PlanPoint(b.copy(), np.zeros(n), joint, "approach", percent)
-                    s = (t - t0) / moving
-                    return PlanPoint(a + s * (b - a), (b - a) / moving, joint, "approach", percent)
-                q, qd, direction = sweep.sample(t - t0)
-                phase = "forward" if direction[0] > 0 else "backward"
-                return PlanPoint(q[0], qd[0], joint, phase, percent)
+                    travel, speed = rest_to_rest(distance, sweep.speed, self.acceleration, t - t0)
+                    unit = (b - a) / distance
+                    return PlanPoint(a + travel * unit, speed * unit, joint, "approach", percent)
+                q, qd, phase = self._sweep_at(sweep, t - t0)
+                return PlanPoint(q, qd, joint, phase, percent)
         raise AssertionError("unreachable: t < duration is inside a segment")
+
+
+class BrakingRamp:
+    """A moving command brought to rest within an acceleration limit, on its line of motion.
+
+    From ``position`` and ``velocity`` at ``t = 0`` every joint brakes at a
+    constant rate, all reaching rest together at
+    ``T = max_i |v_i| / a_i`` (so no joint brakes harder than its limit and
+    the stop stays on the straight line the command was moving along):
+
+    .. math::
+
+        q(t) = q_0 + v_0 t - \\frac{v_0}{2T} t^2, \\quad \\dot q(t) = v_0 (1 - t / T),
+        \\qquad 0 \\le t \\le T
+
+    and ``q_0 + v_0 T / 2`` after. A hold built from the last command (not from
+    a measurement, which may be old) continues the motion the drives follow
+    and stops it smoothly.
+
+    Args:
+        position: the command's positions at ``t = 0`` [rad].
+        velocity: its velocities [rad/s].
+        acceleration: the joints' acceleration limits [rad/s^2] (> 0), one or per joint.
+    """
+
+    def __init__(self, position: np.ndarray, velocity: np.ndarray,
+                 acceleration: float | np.ndarray) -> None:
+        self.position = np.array(position, dtype=float)
+        self.velocity = np.array(velocity, dtype=float)
+        limit = np.broadcast_to(np.asarray(acceleration, dtype=float), self.position.shape)
+        if self.velocity.shape != self.position.shape:
+            raise ConfigurationError(f"{self.velocity.shape=} but {self.position.shape=}")
+        if not (np.all(np.isfinite(limit)) and np.all(limit > 0.0)):
+            raise ConfigurationError(f"acceleration={np.asarray(acceleration).tolist()} rad/s^2: "
+                                     "expected finite values > 0")
+        if not (np.all(np.isfinite(self.position)) and np.all(np.isfinite(self.velocity))):
+            raise ConfigurationError(f"cannot brake from a non-finite command: position "
+                                     f"{self.position.tolist()}, velocity {self.velocity.tolist()}")
+        self.duration = float(np.max(np.abs(self.velocity) / limit, initial=0.0))
+
+    @property
+    def final_position(self) -> np.ndarray:
+        """Where the joints come to rest [rad]."""
+        return self.position + 0.5 * self.velocity * self.duration
+
+    def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Positions [rad] and velocities [rad/s] at ``t`` [s] after the start of the braking."""
+        if self.duration == 0.0 or t >= self.duration:
+            return self.final_position, np.zeros_like(self.velocity)
+        t = max(t, 0.0)
+        return (self.position + self.velocity * (t - 0.5 * t * t / self.duration),
+                self.velocity * (1.0 - t / self.duration))
