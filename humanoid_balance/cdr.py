@@ -349,6 +349,20 @@ class PolygonStampedWriter:
         return bytes(self._header) + _UINT32.pack(len(points)) + points.tobytes()
 
 
+def with_stamp(data: bytes, stamp_ns: int) -> bytes:
+    """A serialized message whose first field is a ``std_msgs/Header``, its stamp set to ``stamp_ns`` [ns].
+
+    Raises:
+        InvalidInputError: not plain little-endian CDR, or shorter than a stamp.
+    """
+    _check_encapsulation(data, "header stamp")
+    if len(data) < PAYLOAD_START + _STAMP.size:
+        raise InvalidInputError(f"header stamp: {len(data)} bytes, too short for a stamp")
+    buffer = bytearray(data)
+    _pack_stamp(buffer, stamp_ns)
+    return bytes(buffer)
+
+
 def float64_message(value: float) -> bytes:
     """A serialized ``std_msgs/Float64``."""
     return ENCAPSULATION + _DOUBLE.pack(value)
@@ -413,6 +427,46 @@ class JointStateWriter:
                 _pad(buffer, 8)
                 buffer.extend(data.tobytes())
         return bytes(buffer)
+
+
+class JointStateCommandWriter:
+    """Serialized ``sensor_msgs/JointState`` messages with positions and velocities, no efforts.
+
+    The whole message is serialized once; each message patches the stamp and
+    the values in place (no allocation but the returned ``bytes``): the
+    writer of a command published every control cycle.
+
+    Args:
+        names: the joints, in the order of every array written.
+        frame_id: the header frame.
+    """
+
+    def __init__(self, names: Sequence[str], frame_id: str = "") -> None:
+        self.names = tuple(names)
+        count = len(self.names)
+        writer = JointStateWriter(self.names, frame_id)
+        self._buffer = bytearray(writer.write(0, np.zeros(count), np.zeros(count)))
+        # the head (header, names), then each array: uint32 count, data aligned to 8
+        position_start = _align(_align(len(writer._head), 4) + 4, 8)
+        velocity_start = _align(position_start + 8 * count + 4, 8)
+        self._position, self._velocity = (
+            np.frombuffer(self._buffer, dtype="<f8", count=count, offset=start) if count
+            else np.zeros(0) for start in (position_start, velocity_start))
+
+    def write(self, stamp_ns: int, position: np.ndarray | Sequence[float],
+              velocity: np.ndarray | Sequence[float]) -> bytes:
+        """The message stamped ``stamp_ns`` [ns]; one position [rad] and velocity [rad/s] per name.
+
+        Raises:
+            InvalidInputError: an array without one value per name.
+        """
+        if len(position) != len(self.names) or len(velocity) != len(self.names):
+            raise InvalidInputError(f"JointState command of {len(position)} positions and "
+                                    f"{len(velocity)} velocities for {len(self.names)} names")
+        _pack_stamp(self._buffer, stamp_ns)
+        self._position[:] = position
+        self._velocity[:] = velocity
+        return bytes(self._buffer)
 
 
 def joint_state_message(stamp_ns: int, names: Sequence[str], position: Sequence[float] = (),

@@ -172,7 +172,16 @@ class LifecycleClient:
         self._change = node.create_client(ChangeState, f"/{self.target}/change_state")
         self._get = node.create_client(GetState, f"/{self.target}/get_state")
 
+    #: s one request waits for its answer before the node's state is asked (see :meth:`change`)
+    ATTEMPT_S: ClassVar[float] = 3.0
+    #: the primary state each transition leads to when it succeeds
+    GOALS: ClassVar[dict[str, str]] = {"configure": "inactive", "cleanup": "unconfigured",
+                                       "activate": "active", "deactivate": "inactive",
+                                       "shutdown": "finalized"}
+    PRIMARY: ClassVar[tuple[str, ...]] = ("unconfigured", "inactive", "active", "finalized")
+
     def _call(self, client: Any, request: Any, timeout: float) -> Any:
+        """One request; its answer, or None when none came within ``timeout`` s."""
         import rclpy
 
         end = time.monotonic() + timeout
@@ -184,8 +193,8 @@ class LifecycleClient:
         future = client.call_async(request)
         while not future.done():
             if time.monotonic() > end:
-                raise LifecycleError(f"/{self.target}: no answer from {client.srv_name} "
-                                     f"within {timeout:.1f} s")
+                client.remove_pending_request(future)
+                return None
             rclpy.spin_once(self.node, executor=self.executor, timeout_sec=0.05)
         return future.result()
 
@@ -195,20 +204,59 @@ class LifecycleClient:
         self.node.destroy_client(self._get)
 
     def state(self, timeout: float = 5.0) -> str:
-        """The node's current state label (``unconfigured``, ``inactive``, ``active``, ...)."""
+        """The node's current state label (``unconfigured``, ``inactive``, ``active``, ...).
+
+        Asking is harmless, so a request whose answer does not come within
+        :data:`ATTEMPT_S` is sent again until ``timeout``.
+        """
         from lifecycle_msgs.srv import GetState
 
-        return str(self._call(self._get, GetState.Request(), timeout).current_state.label)
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            answer = self._call(self._get, GetState.Request(), max(0.05, min(self.ATTEMPT_S, left)))
+            if answer is not None:
+                return str(answer.current_state.label)
+            if time.monotonic() >= end:
+                raise LifecycleError(f"/{self.target}: no answer from {self._get.srv_name} "
+                                     f"within {timeout:.1f} s")
+
+    def _settled_state(self, end: float) -> str:
+        """The node's state once it is in a primary state (a transition may still be running)."""
+        while True:
+            label = self.state(max(0.1, end - time.monotonic()))
+            if label in self.PRIMARY or time.monotonic() >= end:
+                return label
+            time.sleep(0.05)
 
     def change(self, transition: str, timeout: float = 10.0) -> bool:
-        """Request ``transition`` (``configure``, ``activate``, ...); True when it succeeded."""
+        """Request ``transition`` (``configure``, ``activate``, ...); True when it succeeded.
+
+        A service's answer can be lost: a server restarted under the same name
+        (a node started again) may answer before its reply writer has matched
+        this client, and the client then waits forever (seen: 90 s). So when
+        no answer comes within :data:`ATTEMPT_S`, the node's state is asked
+        (harmless): the goal state means the transition happened; otherwise,
+        once the node is in a primary state, the request is sent again.
+        """
         from lifecycle_msgs.srv import ChangeState
 
         if transition not in self.TRANSITIONS:
             raise LifecycleError(f"transition={transition!r}; one of {sorted(self.TRANSITIONS)}")
         request = ChangeState.Request()
         request.transition.id = self.TRANSITIONS[transition]
-        return bool(self._call(self._change, request, timeout).success)
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            answer = self._call(self._change, request, max(0.05, min(self.ATTEMPT_S, left)))
+            if answer is not None:
+                return bool(answer.success)
+            label = self._settled_state(end)
+            if label == self.GOALS[transition]:
+                return True
+            if time.monotonic() >= end:
+                raise LifecycleError(f"/{self.target}: no answer from {self._change.srv_name} "
+                                     f"within {timeout:.1f} s (state now {label})")
 
     def bring_up(self, timeout: float = 10.0) -> None:
         """Configure, then activate (only after a successful configure); raise on a failure."""

@@ -350,3 +350,69 @@ def test_joint_state_writer_refuses_arrays_of_another_length() -> None:
     """An array with neither one value per name nor none is refused, naming the field."""
     with pytest.raises(InvalidInputError, match="velocity of 1 values for 2 names"):
         cdr.JointStateWriter(["a", "b"]).write(0, [1.0, 2.0], [3.0])
+
+
+def test_with_stamp_sets_only_the_stamp_of_rclpy_messages() -> None:
+    """rclpy reads with_stamp's bytes as the same message with the new stamp, for every stamped type."""
+    from geometry_msgs.msg import PointStamped, WrenchStamped
+    from sensor_msgs.msg import JointState
+
+    rng = np.random.default_rng(13)
+    for _ in range(COUNT):
+        js = JointState()
+        js.header.frame_id = _text(rng)
+        js.name = [_text(rng, 13) for _ in range(int(rng.integers(0, 8)))]
+        js.position = _doubles(rng, len(js.name))
+        wrench = WrenchStamped()
+        wrench.header.frame_id = _text(rng)
+        wrench.wrench.force.x, wrench.wrench.torque.z = _doubles(rng, 2)
+        point = PointStamped()
+        point.header.frame_id = _text(rng)
+        point.point.y = _doubles(rng, 1)[0]
+        sec, nanosec = _stamp(rng)
+        outs = []
+        for msg in (js, wrench, point):
+            out = deserialize_message(
+                cdr.with_stamp(serialize_message(msg), sec * 1_000_000_000 + nanosec), type(msg))
+            outs.append(out)
+            assert (out.header.stamp.sec, out.header.stamp.nanosec, out.header.frame_id) == \
+                (sec, nanosec, msg.header.frame_id)
+        out_js, out_wrench, out_point = outs
+        assert list(out_js.name) == list(js.name) and _bits(out_js.position) == _bits(js.position)
+        assert _bits([out_wrench.wrench.force.x, out_wrench.wrench.torque.z]) == \
+            _bits([wrench.wrench.force.x, wrench.wrench.torque.z])
+        assert _bits([out_point.point.y]) == _bits([point.point.y])
+
+
+def test_with_stamp_refuses_what_is_not_a_stamped_message() -> None:
+    """Big-endian or too-short bytes are refused rather than patched."""
+    with pytest.raises(InvalidInputError, match="too short"):
+        cdr.with_stamp(cdr.ENCAPSULATION + b"\x00\x00", 0)
+    with pytest.raises(InvalidInputError, match="little endian"):
+        cdr.with_stamp(b"\x00\x00\x00\x00" + bytes(12), 0)
+
+
+def test_joint_state_command_writer_round_trips_through_rclpy() -> None:
+    """rclpy reads JointStateCommandWriter's bytes as the names, stamp, positions and velocities written."""
+    from sensor_msgs.msg import JointState
+
+    rng = np.random.default_rng(14)
+    for _ in range(60):
+        names = [_text(rng, 13) for _ in range(int(rng.integers(0, 16)))]
+        frame = _text(rng)
+        writer = cdr.JointStateCommandWriter(names, frame)
+        for _ in range(5):  # one writer, many messages
+            sec, nanosec = _stamp(rng)
+            position, velocity = _doubles(rng, len(names)), _doubles(rng, len(names))
+            msg = deserialize_message(writer.write(sec * 1_000_000_000 + nanosec, position, velocity),
+                                      JointState)
+            assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id, msg.name) == \
+                (sec, nanosec, frame, names)
+            assert _bits(msg.position) == _bits(position) and _bits(msg.velocity) == _bits(velocity)
+            assert list(msg.effort) == []
+
+
+def test_joint_state_command_writer_refuses_arrays_of_another_length() -> None:
+    """Positions or velocities without one value per name are refused, with the counts."""
+    with pytest.raises(InvalidInputError, match="1 positions and 2 velocities for 2 names"):
+        cdr.JointStateCommandWriter(["a", "b"]).write(0, [1.0], [2.0, 3.0])

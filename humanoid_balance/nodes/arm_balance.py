@@ -77,11 +77,11 @@ from humanoid_balance.nodes.common import (
     ERROR,
     OK,
     WARN,
+    LogThrottle,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
     run_node,
-    stamp_msg,
     stamp_ns,
 )
 from humanoid_balance.resources import urdf_path as package_urdf_path
@@ -262,12 +262,16 @@ class ArmBalanceNode(LifecycleNode):
         self._holds = 0
         self._last_cycle_ns = 0
         self._last_trigger_ns: int | None = None  # stamp of the last triggering joint state
-        self._last_command: JointState | None = None  # the last command published
+        self._last_command: bytes | None = None  # the last command published, serialized
         self._active = False
         self._base_pose_ns = NEVER
         self._timer: Timer | None = None
         self._diag_timer: Timer | None = None
         self._subs: list[object] = []
+        # rclpy's throttle_duration_sec costs about 0.4 ms a call, even when it logs nothing
+        self._warn_problem = LogThrottle(self.get_logger(), 1.0)
+        self._warn_joint_states = LogThrottle(self.get_logger(), 1.0)
+        self._warn_hold = LogThrottle(self.get_logger(), 1.0)
 
     # --- parameters ---------------------------------------------------------------
 
@@ -410,14 +414,13 @@ class ArmBalanceNode(LifecycleNode):
             self._subs.append(self.create_subscription(
                 PoseStamped, settings.base_pose_topic, self._on_base_pose, qos))
         self.srv_enable = self.create_service(SetBool, "/arm_balance/enable", self._on_enable)
-        self._cmd = JointState()
-        self._cmd_names: tuple[str, ...] = ()
-        self._momentum_msg = WrenchStamped()
+        # per-cycle outputs are published as CDR bytes from templates (humanoid_balance.cdr):
+        # building and serializing rclpy messages cost more than the controller step
+        self._cmd_writer = cdr.JointStateCommandWriter(self.controller.names)
         # ground: about the reference point (W or the CoM); free_floating: about the CoM, world axes
-        self._momentum_msg.header.frame_id = FLOATING_TWIST_FRAME \
-            if settings.mode == "free_floating" else settings.reference_point
-        self._zmp_msg = PointStamped()
-        self._zmp_msg.header.frame_id = TWIST_FRAME
+        self._momentum_writer = cdr.wrench_stamped_writer(
+            FLOATING_TWIST_FRAME if settings.mode == "free_floating" else settings.reference_point)
+        self._zmp_writer = cdr.PointStampedWriter(TWIST_FRAME)
         self.get_logger().info(
             f"configured: job arm {settings.job_arm}, S = {list(settings.selection)} about "
             f"{settings.reference_point}, {settings.rate:g} Hz ({settings.trigger}), "
@@ -632,7 +635,7 @@ class ArmBalanceNode(LifecycleNode):
 
     def _problem(self, key: str, text: str) -> None:
         self._problems[key] = text
-        self.get_logger().warning(text, throttle_duration_sec=1.0)
+        self._warn_problem.warning(text)
 
     # --- the cycle ------------------------------------------------------------------------------
 
@@ -676,7 +679,7 @@ class ArmBalanceNode(LifecycleNode):
         # the commanded positions at the commanded speed; clamped to [0.5, 10] periods (a longer
         # gap: the stale-input checks hold)
         dt = nominal if self._last_cycle_ns == 0 else \
-            float(np.clip((cycle_ns - self._last_cycle_ns) * 1e-9, 0.5 * nominal, 10.0 * nominal))
+            min(max((cycle_ns - self._last_cycle_ns) * 1e-9, 0.5 * nominal), 10.0 * nominal)
         self._last_cycle_ns = cycle_ns
         self._apply_pending()
         problem = self._joint_state_problem(now)
@@ -687,7 +690,7 @@ class ArmBalanceNode(LifecycleNode):
                        f"{self.settings.joint_state_timeout} s: holding")
         if problem is not None:
             self._problems["joint_states"] = problem
-            self.get_logger().warning(problem, throttle_duration_sec=1.0)
+            self._warn_joint_states.warning(problem)
             if self._running:
                 self._publish_hold(problem, cycle_ns)
                 self._running = False
@@ -751,7 +754,7 @@ class ArmBalanceNode(LifecycleNode):
             return 1.0
         margin = min(margins)
         slow, hold = self.settings.guard_slow_margin, self.settings.guard_hold_margin
-        self._guard_scale = float(np.clip((margin - hold) / (slow - hold), 0.0, 1.0))
+        self._guard_scale = min(max(float(margin - hold) / (slow - hold), 0.0), 1.0)
         if self._guard_scale < 1.0:
             what = "holding the job arm" if self._guard_scale == 0.0 else \
                 f"slowing the job arm to {100 * self._guard_scale:.0f} %"
@@ -762,39 +765,30 @@ class ArmBalanceNode(LifecycleNode):
 
     # --- outputs ------------------------------------------------------------------------------------
 
+    def _command_writer(self, names: tuple[str, ...]) -> cdr.JointStateCommandWriter:
+        """The writer of commands for ``names`` (the same joints every cycle: built again on a change)."""
+        if self._cmd_writer.names != names:
+            self._cmd_writer = cdr.JointStateCommandWriter(names)
+        return self._cmd_writer
+
     def _publish(self, out: RmcOutput, stamp_ns: int) -> None:
         """The cycle's command, momentum and model ZMP, stamped ``stamp_ns``."""
-        stamp = stamp_msg(stamp_ns)
-        cmd = self._cmd
-        cmd.header.stamp = stamp
-        if self._cmd_names != out.names:  # setting names is slow in rclpy: only on a change
-            cmd.name = list(out.names)
-            self._cmd_names = out.names
-        cmd.position = _doubles(out.position)
-        cmd.velocity = _doubles(out.velocity)
+        cmd = self._command_writer(out.names).write(stamp_ns, out.position, out.velocity)
         self.pub_command.publish(cmd)
         self._last_command = cmd
-        m = self._momentum_msg
-        m.header.stamp = stamp
-        h = out.momentum
-        m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = float(h[0]), float(h[1]), float(h[2])
-        m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z = (
-            float(h[3]), float(h[4]), float(h[5]))
-        self.pub_momentum.publish(m)
-        zmp = out.indicators.model_zmp
-        if np.all(np.isfinite(zmp)):
-            z = self._zmp_msg
-            z.header.stamp = stamp
-            z.point.x, z.point.y, z.point.z = float(zmp[0]), float(zmp[1]), 0.0
-            self.pub_zmp.publish(z)
+        self.pub_momentum.publish(self._momentum_writer.write(stamp_ns, out.momentum.tolist()))
+        zmp = out.indicators.model_zmp.tolist()
+        if all(map(math.isfinite, zmp)):
+            self.pub_zmp.publish(self._zmp_writer.write(stamp_ns, zmp[0], zmp[1], 0.0))
 
     def _repeat_last_command(self, stamp_ns: int) -> None:
         """Publish the last command (or hold) again, stamped ``stamp_ns``; nothing before the first."""
         cmd = self._last_command
         if cmd is None or not self.pub_command.is_activated:
             return
-        cmd.header.stamp = stamp_msg(stamp_ns)
+        cmd = cdr.with_stamp(cmd, stamp_ns)
         self.pub_command.publish(cmd)
+        self._last_command = cmd
 
     def _publish_hold(self, reason: str, stamp_ns: int | None = None) -> None:
         """Zero-velocity hold at the last commanded arm positions (nothing computed from inputs).
@@ -808,16 +802,12 @@ class ArmBalanceNode(LifecycleNode):
             return
         self._holds += 1
         self._hold_position = position
-        cmd = JointState()
-        cmd.header.stamp = self.get_clock().now().to_msg() if stamp_ns is None \
-            else stamp_msg(stamp_ns)
-        cmd.name = list(self.controller.names)
-        cmd.position = _doubles(position)
-        cmd.velocity = _doubles(np.zeros(len(position)))
+        cmd = self._command_writer(tuple(self.controller.names)).write(
+            self._now_ns() if stamp_ns is None else stamp_ns, position, np.zeros(len(position)))
         if self.pub_command.is_activated:
             self.pub_command.publish(cmd)
             self._last_command = cmd
-        self.get_logger().warning(f"holding the arms: {reason}", throttle_duration_sec=1.0)
+        self._warn_hold.warning(f"holding the arms: {reason}")
 
     def _publish_diagnostics(self) -> None:
         if self.settings is None:

@@ -533,3 +533,83 @@ def test_an_inactive_node_runs_no_triggered_cycle(rclpy_context: Any) -> None:
         assert h.spin(2.0, lambda: len(h.commands) == 1)
     finally:
         h.close()
+
+
+class _Recorder:
+    """Stands for a lifecycle publisher: keeps what is published."""
+
+    is_activated = True
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def publish(self, msg: Any) -> None:
+        self.sent.append(msg)
+
+
+def _old_outputs(out: Any, stamp_ns: int, momentum_frame: str) -> tuple[Any, Any, Any]:
+    """The command, momentum and model ZMP messages as arm_balance built them before it wrote CDR."""
+    from builtin_interfaces.msg import Time
+    from geometry_msgs.msg import PointStamped, WrenchStamped
+    from sensor_msgs.msg import JointState
+
+    stamp = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+    cmd = JointState()
+    cmd.header.stamp = stamp
+    cmd.name = list(out.names)
+    cmd.position = [float(v) for v in out.position]
+    cmd.velocity = [float(v) for v in out.velocity]
+    m = WrenchStamped()
+    m.header.stamp, m.header.frame_id = stamp, momentum_frame
+    h = out.momentum
+    m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = float(h[0]), float(h[1]), float(h[2])
+    m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z = float(h[3]), float(h[4]), float(h[5])
+    z = None
+    if np.all(np.isfinite(out.indicators.model_zmp)):
+        z = PointStamped()
+        z.header.stamp, z.header.frame_id = stamp, "W"
+        z.point.x, z.point.y = float(out.indicators.model_zmp[0]), float(out.indicators.model_zmp[1])
+    return cmd, m, z
+
+
+def _fields(msg: Any) -> Any:
+    """A message as nested plain values (its __slots__), floats by bit pattern."""
+    if hasattr(msg, "get_fields_and_field_types"):
+        return {k: _fields(getattr(msg, k)) for k in msg.get_fields_and_field_types()}
+    if isinstance(msg, float):
+        return np.float64(msg).tobytes()
+    if isinstance(msg, (list, tuple)) or hasattr(msg, "tolist"):
+        return [_fields(v) for v in (msg.tolist() if hasattr(msg, "tolist") else msg)]
+    return msg
+
+
+def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -> None:
+    """Command, momentum and model ZMP bytes read back as the messages built field by field before."""
+    from geometry_msgs.msg import PointStamped, WrenchStamped
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+
+    from humanoid_balance import cdr
+
+    h = triggered
+    node = h.node
+    pubs = {"pub_command": _Recorder(), "pub_momentum": _Recorder(), "pub_zmp": _Recorder()}
+    for name, recorder in pubs.items():
+        setattr(node, name, recorder)
+    node._twist = np.array([0.05, -0.02, 0.03, 0.0, 0.1, -0.05])
+    expected = []
+    for k in range(6):
+        node._job_input_ns = node._now_ns()
+        stamp = 5_000_000_000 + k * 2_000_000
+        positions = h.positions + 0.001 * k
+        node._on_joint_states(cdr.joint_state_message(stamp, h.joint_names, positions.tolist()))
+        assert node._cycles == k + 1
+        expected.append(_old_outputs(node._last, stamp, "W"))
+    got = zip(pubs["pub_command"].sent, pubs["pub_momentum"].sent, pubs["pub_zmp"].sent, strict=True)
+    assert len(pubs["pub_command"].sent) == len(expected) == len(pubs["pub_zmp"].sent)
+    for (cmd, momentum, zmp), (old_cmd, old_momentum, old_zmp) in zip(got, expected, strict=True):
+        assert _fields(deserialize_message(cmd, JointState)) == _fields(old_cmd)
+        assert _fields(deserialize_message(momentum, WrenchStamped)) == _fields(old_momentum)
+        assert _fields(deserialize_message(zmp, PointStamped)) == _fields(old_zmp)
+    assert any(v != 0.0 for c in pubs["pub_command"].sent
+               for v in deserialize_message(c, JointState).velocity)  # the arms moved
