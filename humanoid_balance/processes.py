@@ -180,19 +180,23 @@ class LifecycleClient:
                                        "shutdown": "finalized"}
     PRIMARY: ClassVar[tuple[str, ...]] = ("unconfigured", "inactive", "active", "finalized")
 
-    def _call(self, client: Any, request: Any, timeout: float) -> Any:
-        """One request; its answer, or None when none came within ``timeout`` s."""
+    def _call(self, client: Any, request: Any, end: float) -> Any:
+        """One request; its answer, or None when none came within :data:`ATTEMPT_S`.
+
+        Waits for the service until the monotonic time ``end`` (then raises).
+        """
         import rclpy
 
-        end = time.monotonic() + timeout
+        start = time.monotonic()
         while not client.service_is_ready():
             if time.monotonic() > end:
                 raise LifecycleError(f"/{self.target}: {client.srv_name} not available after "
-                                     f"{timeout:.1f} s: is the node running?")
+                                     f"{time.monotonic() - start:.1f} s: is the node running?")
             rclpy.spin_once(self.node, executor=self.executor, timeout_sec=0.05)
+        answer_by = min(end, time.monotonic() + self.ATTEMPT_S)
         future = client.call_async(request)
         while not future.done():
-            if time.monotonic() > end:
+            if time.monotonic() > answer_by:
                 client.remove_pending_request(future)
                 return None
             rclpy.spin_once(self.node, executor=self.executor, timeout_sec=0.05)
@@ -213,8 +217,7 @@ class LifecycleClient:
 
         end = time.monotonic() + timeout
         while True:
-            left = end - time.monotonic()
-            answer = self._call(self._get, GetState.Request(), max(0.05, min(self.ATTEMPT_S, left)))
+            answer = self._call(self._get, GetState.Request(), end)
             if answer is not None:
                 return str(answer.current_state.label)
             if time.monotonic() >= end:
@@ -247,8 +250,7 @@ class LifecycleClient:
         request.transition.id = self.TRANSITIONS[transition]
         end = time.monotonic() + timeout
         while True:
-            left = end - time.monotonic()
-            answer = self._call(self._change, request, max(0.05, min(self.ATTEMPT_S, left)))
+            answer = self._call(self._change, request, end)
             if answer is not None:
                 return bool(answer.success)
             label = self._settled_state(end)
