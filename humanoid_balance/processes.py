@@ -161,7 +161,9 @@ class LifecycleClient:
     """
 
     TRANSITIONS: ClassVar[dict[str, int]] = {"configure": 1, "cleanup": 2, "activate": 3, "deactivate": 4,
-                   "shutdown": 5}  # lifecycle_msgs/msg/Transition ids (inactive shutdown: 6)
+                   "shutdown": 5}  # lifecycle_msgs/msg/Transition ids
+    #: the shutdown transition's id from each primary state (lifecycle_msgs/msg/Transition)
+    SHUTDOWN_FROM: ClassVar[dict[str, int]] = {"unconfigured": 5, "inactive": 6, "active": 7}
 
     def __init__(self, node: Any, target: str, executor: Any = None) -> None:
         from lifecycle_msgs.srv import ChangeState, GetState
@@ -246,9 +248,12 @@ class LifecycleClient:
 
         if transition not in self.TRANSITIONS:
             raise LifecycleError(f"transition={transition!r}; one of {sorted(self.TRANSITIONS)}")
+        end = time.monotonic() + timeout
         request = ChangeState.Request()
         request.transition.id = self.TRANSITIONS[transition]
-        end = time.monotonic() + timeout
+        if transition == "shutdown":  # its id depends on the state it leaves
+            request.transition.id = self.SHUTDOWN_FROM.get(self._settled_state(end),
+                                                           request.transition.id)
         while True:
             answer = self._call(self._change, request, end)
             if answer is not None:

@@ -52,7 +52,6 @@ from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
-from rclpy.serialization import deserialize_message
 from rclpy.timer import Timer
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
@@ -72,7 +71,7 @@ from humanoid_balance.core.rmc import (
     selection_rows,
     support_polygon_from_frames,
 )
-from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
+from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
@@ -81,8 +80,8 @@ from humanoid_balance.nodes.common import (
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
+    read_joint_state,
     run_node,
-    stamp_ns,
 )
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
@@ -508,16 +507,8 @@ class ArmBalanceNode(LifecycleNode):
         """A ``/joint_states`` message: serialized (the subscription is raw) or a JointState."""
         if self._joint_pos is None or self._joint_seen is None or self._q is None:
             return
-        if isinstance(msg, bytes):
-            try:
-                sample = self._joint_reader.read(msg)
-            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
-                msg = deserialize_message(msg, JointState)
-            else:
-                self._joint_state(sample.names, sample.position, sample.stamp_ns)
-                return
-        self._joint_state(tuple(msg.name), np.asarray(msg.position, dtype=float),
-                          stamp_ns(msg.header.stamp))
+        stamp, names, position = read_joint_state(self._joint_reader, msg)
+        self._joint_state(names, position, stamp)
 
     def _joint_state(self, names: tuple[str, ...], position: np.ndarray, stamp: int) -> None:
         assert self._joint_pos is not None and self._joint_seen is not None and self._q is not None

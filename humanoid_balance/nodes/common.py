@@ -120,6 +120,31 @@ class LogThrottle:
         return True
 
 
+def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
+    """(stamp [ns], names, positions) of a ``/joint_states`` message, serialized or a JointState.
+
+    Args:
+        reader: a :class:`humanoid_balance.cdr.JointStateReader` (names decoded once).
+        msg: the bytes of a raw subscription, or a ``sensor_msgs/JointState``.
+
+    Bytes that are not plain little-endian CDR are deserialized by rclpy.
+    """
+    import numpy as np
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+
+    from humanoid_balance.exceptions import InvalidInputError
+
+    if isinstance(msg, bytes):
+        try:
+            sample = reader.read(msg)
+        except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
+            msg = deserialize_message(msg, JointState)
+        else:
+            return sample.stamp_ns, sample.names, sample.position
+    return stamp_ns(msg.header.stamp), tuple(msg.name), np.asarray(msg.position, dtype=float)
+
+
 def all_finite(values: Sequence[float]) -> bool:
     """True when every value is a finite float."""
     return all(math.isfinite(v) for v in values)

@@ -76,6 +76,7 @@ from humanoid_balance.nodes.common import (
     all_finite,
     diagnostic_array,
     diagnostic_status,
+    read_joint_state,
     run_node,
     stamp_msg,
     stamp_ns,
@@ -243,16 +244,7 @@ class ZmpEstimatorNode(Node):
 
     def _on_joint_states(self, msg: bytes | JointState) -> None:
         """A ``/joint_states`` message: serialized (the subscription is raw) or a JointState."""
-        if isinstance(msg, bytes):
-            try:
-                sample = self._joint_reader.read(msg)
-            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
-                msg = deserialize_message(msg, JointState)
-            else:
-                self._joint_state(sample.stamp_ns, sample.names, sample.position)
-                return
-        self._joint_state(stamp_ns(msg.header.stamp), tuple(msg.name),
-                          np.asarray(msg.position, dtype=float))
+        self._joint_state(*read_joint_state(self._joint_reader, msg))
 
     def _joint_state(self, stamp: int, names: tuple[str, ...], positions: np.ndarray) -> None:
         if len(positions) != len(names):

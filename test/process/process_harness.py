@@ -68,6 +68,18 @@ class Recorder:
         return self.messages[-1]
 
 
+def spin_executor_until(executor: Any, condition: Callable[[], bool], timeout: float) -> bool:
+    """Spin ``executor`` until ``condition()`` holds (True) or ``timeout`` s pass (False)."""
+    end = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        left = end - time.monotonic()
+        if left <= 0:
+            return condition()
+        executor.spin_once(timeout_sec=min(0.02, left))
+
+
 class Probe:
     """The test's own rclpy node, in an rclpy context of its own, spun only by the test.
 
@@ -127,14 +139,7 @@ class Probe:
 
     def spin_until(self, condition: Callable[[], bool], timeout: float) -> bool:
         """Spin until ``condition()`` holds (True) or ``timeout`` s pass (False)."""
-        end = time.monotonic() + timeout
-        while True:
-            if condition():
-                return True
-            left = end - time.monotonic()
-            if left <= 0:
-                return condition()
-            self.executor.spin_once(timeout_sec=min(0.02, left))
+        return spin_executor_until(self.executor, condition, timeout)
 
     def wait_for_subscribers(self, publisher: Any, timeout: float = OUTPUT_TIMEOUT_S) -> None:
         """Spin until ``publisher`` has a subscriber (the node under test discovered it)."""

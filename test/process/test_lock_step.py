@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import signal
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from process_harness import spin_executor_until
 
 from humanoid_balance.graph import LOCK_STEP_RATE_HZ, GraphNode, sim_graph
 from humanoid_balance.processes import LifecycleClient, NodeProcess
@@ -35,12 +35,10 @@ class Probe:
 
     def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
         """Spin ``seconds`` at most, or until ``until()``; whether ``until`` held."""
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.02)
-            if until is not None and until():
-                return True
-        return until() if until is not None else True
+        if until is None:
+            spin_executor_until(self.executor, lambda: False, seconds)
+            return True
+        return spin_executor_until(self.executor, until, seconds)
 
 
 def _ns(stamp: Any) -> int:

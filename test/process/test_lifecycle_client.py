@@ -1,0 +1,25 @@
+"""LifecycleClient against a real lifecycle node process: shutdown from every primary state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from process_harness import Probe
+
+from humanoid_balance.graph import robot_graph
+
+
+@pytest.mark.parametrize("before", [(), ("configure",), ("configure", "activate")])
+def test_shutdown_finalizes_from_every_primary_state(
+        probe: Probe, launch: Callable[..., Any], before: tuple[str, ...]) -> None:
+    """``change("shutdown")`` sends the shutdown transition of the node's state and finalizes it."""
+    node = {n.name: n for n in robot_graph(waist=False)}["arm_balance"]
+    running = launch(node, tag="-".join(before) or "unconfigured")
+    lifecycle = probe.lifecycle("arm_balance")
+    for transition in before:
+        assert lifecycle.change(transition)
+    assert lifecycle.change("shutdown")
+    assert lifecycle.state() == "finalized"
+    assert running.stop().clean
