@@ -15,11 +15,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
+
+from humanoid_balance.exceptions import InvalidInputError
 
 OK = DiagnosticStatus.OK
 WARN = DiagnosticStatus.WARN
@@ -129,12 +134,6 @@ def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
 
     Bytes that are not plain little-endian CDR are deserialized by rclpy.
     """
-    import numpy as np
-    from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import JointState
-
-    from humanoid_balance.exceptions import InvalidInputError
-
     if isinstance(msg, bytes):
         try:
             sample = reader.read(msg)
