@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from humanoid_balance.command_interface import COMMAND_INTERFACES
 from humanoid_balance.exceptions import ConfigurationError
 from humanoid_balance.resources import config_path
 
@@ -88,6 +89,15 @@ SIM_WAIST_JOINT_STATES = "/waist/joint_states"
 #: feedback at start-up on a loaded 2-core machine (measured, load average 9)
 SIMULATED_DRIVE_FEEDBACK_TIMEOUT_S = 0.1
 
+#: remappings of the package's inputs to what ros2_control's broadcasters publish under the
+#: controller names of ``config/ros2_control_example.yaml`` (each broadcaster publishes on
+#: ``~/wrench``, ``~/imu``; joint_state_broadcaster on ``/joint_states`` already)
+ROS2_CONTROL_INPUTS = (
+    ("/left_foot/ft", "/left_foot_ft_broadcaster/wrench"),
+    ("/right_foot/ft", "/right_foot_ft_broadcaster/wrench"),
+    ("/waist/inclinometer", "/waist_imu_broadcaster/imu"),
+)
+
 #: Hz, in lock-step: the simulation's publish rate and the arm balance's rate. The simulation
 #: waits for the arm command of every period it publishes and the arm balance runs at most
 #: ``rate`` cycles per second, so the two must be equal
@@ -127,6 +137,7 @@ def robot_graph(
     *, sensor_type: str = "ft", job_arm: str = "right", can_interface: str = "socketcan",
     can_channel: str = "can0", urdf_path: str = "", namespace: str = "",
     use_sim_time: bool = False, waist: bool = True, identification: bool = False,
+    command_interface: str = "joint_state", ros2_control: bool = False,
 ) -> list[GraphNode]:
     """The nodes that run on the robot (``bringup.launch.py``), in start order.
 
@@ -140,21 +151,34 @@ def robot_graph(
         use_sim_time: the nodes take their time from ``/clock``.
         waist: start the waist controller (it needs its CAN bus).
         identification: start the identification executor.
+        command_interface: how the motor nodes send commands: ``joint_state``,
+            ``joint_trajectory`` (ros2_control's joint_trajectory_controller) or
+            ``forward_position`` (forward_command_controller); see
+            :mod:`humanoid_balance.command_interface`.
+        ros2_control: the robot runs ros2_control: the inputs are read from the
+            broadcasters of ``config/ros2_control_example.yaml``
+            (:data:`ROS2_CONTROL_INPUTS`).
     """
     _check_choice("sensor_type", sensor_type, ("ft", "fsr"))
     _check_choice("job_arm", job_arm, ("right", "left"))
+    _check_choice("command_interface", command_interface, COMMAND_INTERFACES)
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     urdf = {"urdf_path": urdf_path} if urdf_path else {}
+    commands = {} if command_interface == "joint_state" else {"command_interface": command_interface}
+    inputs = ROS2_CONTROL_INPUTS if ros2_control else ()
     nodes = [
-        _node("zmp_estimator", {**common, **urdf, "sensor_type": sensor_type}, namespace=namespace),
-        _node("arm_balance", {**common, **urdf, "job_arm": job_arm}, namespace=namespace),
+        _node("zmp_estimator", {**common, **urdf, "sensor_type": sensor_type}, inputs,
+              namespace=namespace),
+        _node("arm_balance", {**common, **urdf, **commands, "job_arm": job_arm}, inputs,
+              namespace=namespace),
     ]
     if waist:
         nodes.append(_node("waist_controller", {
-            **common, "can.interface": can_interface, "can.channel": can_channel},
+            **common, "can.interface": can_interface, "can.channel": can_channel}, inputs,
             namespace=namespace))
     if identification:
-        nodes.append(_node("identification_executor", common, namespace=namespace))
+        nodes.append(_node("identification_executor", {**common, **commands}, inputs,
+                           namespace=namespace))
     return nodes
 
 

@@ -1,4 +1,4 @@
-"""One recorded run of the simulated humanoid, read back from its bag, and its figures.
+"""One recorded run of the humanoid (simulated or real), read back from its bag, and its figures.
 
 ``humanoid-balance demo`` records each run (with and without resolved momentum
 control) to a rosbag2 directory; everything it reports, plots and puts on its
@@ -8,18 +8,21 @@ recorded elsewhere (``humanoid-balance record`` on the robot, a later
 
 - :func:`load_run`: the topics the figures need, from a bag, as arrays
   (:class:`RecordedRun`); stamps are the messages' header stamps (simulation
-  time in a simulated run), diagnostics use the log time.
+  time in a simulated run); topics without a header (the stability margin)
+  and the command rates use the log time (when the recorder got the message).
 - :func:`peak_shift_mm`: the peak displacement of a ground point (CoP, ZMP)
   from where it rested before the strike.
 - :func:`run_metrics`, :func:`comparison_metrics`: the figures of one run, and
   of a run with RMC against one without (the ratio of the CoP peak shifts).
+- :func:`rate_metrics`: how regularly each command topic came.
 
 No rclpy at import time (message classes are imported when a bag is read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +53,25 @@ TOPICS = {
     "/waist/tracking_error": "geometry_msgs/msg/Vector3Stamped",
     "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
 }
+#: read where a bag has them, beside :data:`TOPICS` (not needed for the demo's figures)
+EXTRA_TOPICS = {
+    "/zmp/stability_margin": "std_msgs/msg/Float64",
+    "/support_polygon": "geometry_msgs/msg/PolygonStamped",
+}
+#: the command topics whose rates are reported (only their log times are read); any other
+#: topic whose name ends in ``/command``, ``/commands`` or ``/joint_trajectory`` counts too
+#: (ros2_control controllers' inputs)
+COMMAND_TOPICS = ("/arm_balance/command", "/waist/command", "/identification/command",
+                  "/joint_commands", "/arm_balance/job_joint_velocities", "/arm_balance/job_twist")
 WAIST_JOINTS = ("waist_pitch", "waist_roll")
+#: diagnostic levels by their value (``diagnostic_msgs/DiagnosticStatus``)
+LEVEL_NAMES = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}
+ERROR_LEVEL = 2
+
+
+def is_command_topic(topic: str) -> bool:
+    """Whether ``topic`` carries commands (:data:`COMMAND_TOPICS`, or a controller's input name)."""
+    return topic in COMMAND_TOPICS or topic.endswith(("/command", "/commands", "/joint_trajectory"))
 
 
 @dataclass
@@ -88,6 +109,23 @@ class Series:
         return Series(self.t[keep], self.values[keep])
 
 
+@dataclass(frozen=True)
+class DiagnosticEvent:
+    """One status of a ``/diagnostics`` message.
+
+    Attributes:
+        t: the message's stamp [s].
+        name: the status's name (``node: what``).
+        level: 0 OK, 1 WARN, 2 ERROR, 3 STALE.
+        message: its text.
+    """
+
+    t: float
+    name: str
+    level: int
+    message: str
+
+
 @dataclass
 class RecordedRun:
     """What a run's bag holds that the figures use (stamps in [s], positions in [m], angles in [rad]).
@@ -96,19 +134,29 @@ class RecordedRun:
         label: the run's name in tables and legends.
         cop: ``/sim/cop`` x, y (the simulator's centre of pressure, from contact forces).
         zmp: ``/zmp`` x, y (the ZMP the estimator computed from the foot sensors).
-        joint_names: names of ``/joint_states``.
-        joints_q, joints_v: ``/joint_states`` positions [rad], velocities [rad/s].
+        joint_names: names of ``/joint_states`` (the message with the most joints: on a robot
+            several drivers may publish parts of the body there).
+        joints_q, joints_v: ``/joint_states`` positions [rad], velocities [rad/s] (nan where a
+            message had no velocities).
         job: the job input (``/arm_balance/job_joint_velocities`` or ``/joint_commands``):
             per sample the largest |joint velocity| [rad/s].
         rmc: the run had resolved momentum control (arm_balance reported its momentum).
         momentum_commanded: ``/arm_balance/momentum`` [Px, Py, Pz (N s), Lx, Ly, Lz (N m s)].
-        waist_drive: ``/waist/joint_states`` pitch, roll: the waist drives' encoders.
+        waist_drive: the waist drives' encoders, pitch, roll: ``/waist/joint_states``, or on a
+            robot the waist controller's own ``/joint_states`` messages (waist joints only).
         waist_command: ``/waist/command`` pitch, roll: the trajectory points at their times.
         waist_tracking_error: ``/waist/tracking_error`` pitch, roll.
         arm_holds: the largest ``holds`` arm_balance reported on ``/diagnostics``.
+        holds: arm_balance's ``holds`` count over time.
         lock_step_misses: the largest lock-step miss count mujoco_sim reported (None: not reported).
         faults: distinct ``name: message`` of the ERROR statuses on ``/diagnostics``, each
             with the last stamp [s] it came with (:meth:`faults_from`).
+        diagnostics: every status of ``/diagnostics``, in time order.
+        stability_margin: ``/zmp/stability_margin`` [m] (positive inside) at its log times.
+        support_polygon: the last ``/support_polygon`` (K x 2, [m]; empty if not recorded).
+        command_times: command topic -> log times [s] of its messages.
+        topics: topic -> (type, message count) of the bag.
+        simulated: the bag holds a simulation's ground truth (``/sim/...`` topics).
     """
 
     label: str
@@ -124,8 +172,15 @@ class RecordedRun:
     waist_command: Series = field(default_factory=lambda: Series.empty(2))
     waist_tracking_error: Series = field(default_factory=lambda: Series.empty(2))
     arm_holds: int = 0
+    holds: Series = field(default_factory=lambda: Series.empty(1))
     lock_step_misses: int | None = None
     faults: dict[str, float] = field(default_factory=dict)
+    diagnostics: list[DiagnosticEvent] = field(default_factory=list)
+    stability_margin: Series = field(default_factory=lambda: Series.empty(1))
+    support_polygon: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    command_times: dict[str, np.ndarray] = field(default_factory=dict)
+    topics: dict[str, tuple[str, int]] = field(default_factory=dict)
+    simulated: bool = False
 
     def strike_start(self) -> float:
         """Simulation time [s] the strike started: the stamp of the first job input that moves the arm.
@@ -163,6 +218,16 @@ class RecordedRun:
         """The last simulation time [s] with a CoP sample (nan without)."""
         return float(self.cop.t[-1]) if len(self.cop) else float("nan")
 
+    @property
+    def first_stamp(self) -> float:
+        """The earliest header stamp [s] of the series read (nan when none has samples)."""
+        firsts = [float(s.t[0]) for s in (self.cop, self.zmp, self.joints_q, self.job,
+                                          self.momentum_commanded, self.waist_drive,
+                                          self.waist_command, self.waist_tracking_error)
+                  if len(s)]
+        firsts += [self.diagnostics[0].t] if self.diagnostics else []
+        return min(firsts) if firsts else float("nan")
+
 
 def _stamp(msg: Any) -> float:
     return float(msg.header.stamp.sec) + 1e-9 * float(msg.header.stamp.nanosec)
@@ -180,42 +245,97 @@ def _int_value(text: str) -> int | None:
         return None
 
 
-def load_run(path: str | Path, label: str, *, topics: Iterable[str] | None = None) -> RecordedRun:
+#: progress callback of :func:`load_run`: (messages read, messages to read)
+Progress = Callable[[int, int], None]
+
+
+class _JointStates:
+    """``/joint_states`` rows grouped by their name list (a robot's drivers each publish a part)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, ...], tuple[list[float], list[np.ndarray], list[np.ndarray]]] = {}
+
+    def add(self, msg: Any) -> None:
+        names = tuple(msg.name)
+        if len(msg.position) != len(names) or not names:
+            return
+        t, q, v = self.groups.setdefault(names, ([], [], []))
+        t.append(_stamp(msg))
+        q.append(np.asarray(msg.position, dtype=float))
+        v.append(np.asarray(msg.velocity, dtype=float) if len(msg.velocity) == len(names)
+                 else np.full(len(names), np.nan))
+
+    def body(self) -> tuple[tuple[str, ...], Series, Series]:
+        """The names with the most joints (most messages on a tie) and their positions, velocities."""
+        if not self.groups:
+            return (), Series.empty(0), Series.empty(0)
+        names = max(self.groups, key=lambda n: (len(n), len(self.groups[n][0])))
+        t_list, q, v = self.groups[names]
+        t = np.array(t_list)
+        order = np.argsort(t, kind="stable")
+        return names, Series(t[order], np.array(q)[order]), Series(t[order], np.array(v)[order])
+
+    def waist(self, body: tuple[str, ...]) -> list[tuple[float, ...]]:
+        """Rows (t, pitch, roll) of the messages that hold both waist joints and are not the body."""
+        rows: list[tuple[float, ...]] = []
+        for names, (t, q, _) in self.groups.items():
+            if names == body or not all(j in names for j in WAIST_JOINTS):
+                continue
+            index = [names.index(j) for j in WAIST_JOINTS]
+            rows.extend((ti, *(qi[i] for i in index)) for ti, qi in zip(t, q, strict=True))
+        return rows
+
+
+def load_run(path: str | Path, label: str, *, topics: Iterable[str] | None = None,
+             progress: Progress | None = None, progress_period_s: float = 1.0) -> RecordedRun:
     """Read one run from its bag.
 
     Args:
         path: the rosbag2 directory.
         label: the run's name in tables and legends.
-        topics: read only these (default every topic of :data:`TOPICS` the bag has).
+        topics: read only these (default every topic of :data:`TOPICS`,
+            :data:`EXTRA_TOPICS` and every command topic the bag has).
+        progress: called with (messages read, messages to read) about every
+            ``progress_period_s`` wall seconds, and once at the end.
 
     Raises:
         BagError: the bag cannot be read.
     """
     available = bag_topics(path)
-    wanted = [t for t in (TOPICS if topics is None else topics) if t in available]
-    run = RecordedRun(label)
-    rows: dict[str, list[tuple[float, ...]]] = {t: [] for t in TOPICS}
-    q_rows: list[np.ndarray] = []
-    v_rows: list[np.ndarray] = []
-    q_t: list[float] = []
+    known = {**TOPICS, **EXTRA_TOPICS}
+    if topics is None:
+        wanted = [t for t in available if t in known or is_command_topic(t)]
+    else:
+        wanted = [t for t in topics if t in available]
+    total = sum(available[t][1] for t in wanted)
+    run = RecordedRun(label, topics=dict(available),
+                      simulated=any(t.startswith("/sim/") for t in available))
+    rows: dict[str, list[tuple[float, ...]]] = {t: [] for t in known}
+    joint_states = _JointStates()
+    command_times: dict[str, list[int]] = {t: [] for t in wanted if is_command_topic(t)}
     holds = 0
+    hold_rows: list[tuple[float, ...]] = []
     misses: int | None = None
     faults: dict[str, float] = {}
-    from diagnostic_msgs.msg import DiagnosticStatus
-
-    error_level = _level(DiagnosticStatus.ERROR)
+    events: list[DiagnosticEvent] = []
+    polygon: list[tuple[float, float]] = []
+    read = 0
+    next_report = time.monotonic() + progress_period_s
     for raw in read_bag(path, wanted):
-        msg = deserialize(raw)
+        read += 1
+        if progress is not None and time.monotonic() >= next_report:
+            next_report += progress_period_s
+            progress(read, total)
         topic = raw.topic
+        if topic in command_times:
+            command_times[topic].append(raw.log_time_ns)
+        if topic not in known:
+            continue  # a command topic whose log times are all that is read
+        msg = deserialize(raw)
         if topic in ("/sim/cop", "/zmp"):
             rows[topic].append((_stamp(msg), msg.point.x, msg.point.y))
         elif topic == "/joint_states":
-            if not run.joint_names:
-                run.joint_names = tuple(msg.name)
-            if tuple(msg.name) == run.joint_names and len(msg.velocity) == len(msg.name):
-                q_t.append(_stamp(msg))
-                q_rows.append(np.asarray(msg.position, dtype=float))
-                v_rows.append(np.asarray(msg.velocity, dtype=float))
+            joint_states.add(msg)
         elif topic == "/arm_balance/momentum":
             run.rmc = True
             f, m = msg.wrench.force, msg.wrench.torque
@@ -242,76 +362,110 @@ def load_run(path: str | Path, label: str, *, topics: Iterable[str] | None = Non
                                                    for j in WAIST_JOINTS)))
         elif topic == "/waist/tracking_error":
             rows[topic].append((_stamp(msg), msg.vector.x, msg.vector.y))
+        elif topic == "/zmp/stability_margin":
+            rows[topic].append((1e-9 * raw.log_time_ns, float(msg.data)))
+        elif topic == "/support_polygon":
+            polygon = [(p.x, p.y) for p in msg.polygon.points]
         elif topic == "/diagnostics":
+            t = _stamp(msg)
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
+                level = _level(status.level)
+                events.append(DiagnosticEvent(t, str(status.name), level, str(status.message)))
                 if status.name.startswith("arm_balance") and "holds" in values:
-                    holds = max(holds, _int_value(values["holds"]) or 0)
+                    count = _int_value(values["holds"]) or 0
+                    holds = max(holds, count)
+                    hold_rows.append((t, float(count)))
                 if status.name.startswith("mujoco_sim"):
                     for key in LOCK_STEP_MISS_KEYS:
-                        count = _int_value(values.get(key, ""))
-                        if count is not None:
-                            misses = max(misses or 0, count)
-                if _level(status.level) >= error_level:
+                        missed = _int_value(values.get(key, ""))
+                        if missed is not None:
+                            misses = max(misses or 0, missed)
+                if level >= ERROR_LEVEL:
                     text = f"{status.name}: {status.message}"
-                    faults[text] = max(faults.get(text, -np.inf), _stamp(msg))
+                    faults[text] = max(faults.get(text, -np.inf), t)
+    if progress is not None:
+        progress(read, total)
     run.cop = Series.of(rows["/sim/cop"], 2)
     run.zmp = Series.of(rows["/zmp"], 2)
     run.momentum_commanded = Series.of(rows["/arm_balance/momentum"], 6)
     run.job = Series.of(rows["/arm_balance/job_joint_velocities"], 1)
     run.waist_command = Series.of(rows["/waist/command"], 2)
-    run.waist_drive = Series.of(rows["/waist/joint_states"], 2)
+    run.joint_names, run.joints_q, run.joints_v = joint_states.body()
+    run.waist_drive = Series.of(rows["/waist/joint_states"]
+                                or joint_states.waist(run.joint_names), 2)
     run.waist_tracking_error = Series.of(rows["/waist/tracking_error"], 2)
-    if q_rows:
-        t = np.array(q_t)
-        order = np.argsort(t, kind="stable")
-        run.joints_q = Series(t[order], np.array(q_rows)[order])
-        run.joints_v = Series(t[order], np.array(v_rows)[order])
+    run.stability_margin = Series.of(rows["/zmp/stability_margin"], 1)
+    run.support_polygon = np.array(polygon, dtype=float).reshape(-1, 2)
+    run.command_times = {t: 1e-9 * np.array(v, dtype=float) for t, v in command_times.items()}
     run.arm_holds = holds
+    run.holds = Series.of(hold_rows, 1)
     run.lock_step_misses = misses
     run.faults = faults
+    run.diagnostics = sorted(events, key=lambda e: e.t)
     return run
 
 
 def sole_outlines(run: RecordedRun, model: Any, at: float,
                   sole_corners: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Each sole's outline (K x 2, [m], in ``W``) at the feet's poses of the joint state at ``at``.
+    """Each foot's support outline (K x 2, [m], in ``W``) at the feet's poses of the joint state at ``at``.
+
+    The outline is the hull of the foot's contact points, those the ZMP estimator
+    builds its support polygon from (:class:`humanoid_balance.core.support.SupportPolygon`
+    of ``config/zmp.yaml``'s ``{side}.contact_frames`` and ``{side}.sole_frame``), so
+    the hull of the outlines is the estimator's polygon with both feet down.
 
     Args:
         run: the recorded run (its ``/joint_states``).
         model: the humanoid's :class:`~humanoid_balance.core.model.RobotModel` (``world_frame="W"``).
         at: simulation time [s]: the last joint state up to it is used (the first if none).
-        sole_corners: side -> (K, 2) corners in the sole frame [m]; default the ZMP
-            estimator's ``{side}.sole_polygon`` of ``config/zmp.yaml``.
+        sole_corners: side -> (K, 2) points in the sole frame ``{side}_sole`` [m] instead.
 
     Raises:
         BagError: the run has no joint states.
     """
+    from humanoid_balance.core.support import convex_hull
+
     if not len(run.joints_q):
         raise BagError(f"{run.label}: no /joint_states recorded: the feet's poses are unknown")
-    corners = sole_corners if sole_corners is not None else estimator_sole_corners()
+    if sole_corners is None:
+        points, sole_frames = estimator_contact_points(model)
+    else:
+        points = {side: np.asarray(c, dtype=float) for side, c in sole_corners.items()}
+        sole_frames = {side: f"{side}_sole" for side in points}
     i = max(0, int(np.searchsorted(run.joints_q.t, at, side="right")) - 1)
     names = [n for n in run.joint_names if n in model.model.names]
     q = model.configuration(dict(zip(names, (float(run.joints_q.values[i, run.joint_names.index(n)])
                                              for n in names), strict=True)))
     out = {}
-    for side, outline in corners.items():
-        pose = model.frame_transform(f"{side}_sole", q)
-        local = np.column_stack([outline, np.zeros(len(outline)), np.ones(len(outline))])
-        out[side] = (pose @ local.T).T[:, :2]
+    for side, local_xy in points.items():
+        pose = model.frame_transform(sole_frames[side], q)
+        local = np.column_stack([local_xy, np.zeros(len(local_xy)), np.ones(len(local_xy))])
+        out[side] = convex_hull((pose @ local.T).T[:, :2])
     return out
 
 
-def estimator_sole_corners() -> dict[str, np.ndarray]:
-    """side -> (K, 2) sole corners [m] in the sole frame, as ``config/zmp.yaml`` gives the estimator."""
+def estimator_contact_points(model: Any) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The ZMP estimator's contact points per foot (N x 2, [m], sole frame) and sole frames.
+
+    From ``config/zmp.yaml`` (``{side}.contact_frames``, ``{side}.sole_frame``) read in
+    ``model`` by :meth:`humanoid_balance.core.support.SupportPolygon.from_model`; the
+    seed humanoid's defaults where the file does not name them.
+    """
     import yaml
 
+    from humanoid_balance.core.support import SIDES, SupportPolygon
     from humanoid_balance.resources import config_path
 
     with open(config_path("zmp.yaml")) as stream:
         parameters = yaml.safe_load(stream)["zmp_estimator"]["ros__parameters"]
-    return {side: np.asarray(parameters[side]["sole_polygon"], dtype=float).reshape(-1, 2)
-            for side in ("left", "right")}
+    contact_frames = {side: list(parameters[side]["contact_frames"]) for side in SIDES
+                      if "contact_frames" in parameters.get(side, {})}
+    sole_frames = {side: str(parameters.get(side, {}).get("sole_frame", f"{side}_sole"))
+                   for side in SIDES}
+    polygon = SupportPolygon.from_model(model, contact_frames=contact_frames or None,
+                                        sole_frames=sole_frames)
+    return dict(polygon.points_in_sole), sole_frames
 
 
 def peak_shift_mm(points: Series, start: float, end: float = float("inf")) -> float:
@@ -336,31 +490,39 @@ def peak_shift_mm(points: Series, start: float, end: float = float("inf")) -> fl
     return float(np.linalg.norm(after.values - rest, axis=1).max() * 1e3)
 
 
-def measured_momentum(run: RecordedRun, model: Any) -> Series:
+def measured_momentum(run: RecordedRun, model: Any, max_samples: int = 20000) -> Series:
     """Momentum ``[P; L]`` about the balance frame ``W`` of the recorded joint states.
 
     Computed with the humanoid's model (fixed base, ``world_frame="W"``) from
     ``/joint_states`` positions and velocities: the momentum the joints really
-    had, with or without a controller in the loop.
+    had, with or without a controller in the loop. Samples without velocities
+    are left out.
 
     Args:
         run: the recorded run.
         model: a :class:`humanoid_balance.core.model.RobotModel` of the humanoid.
+        max_samples: at most this many samples, evenly taken (a long bag's plot
+            needs no more).
     """
     if not len(run.joints_q):
         return Series.empty(6)
     names = [n for n in run.joint_names if n in model.model.names]
+    if not names:
+        return Series.empty(6)
     columns = [run.joint_names.index(n) for n in names]
+    rows = np.flatnonzero(np.isfinite(run.joints_v.values[:, columns]).all(axis=1))
+    if rows.size > max_samples:
+        rows = rows[np.linspace(0, rows.size - 1, max_samples).round().astype(int)]
     q_index = model.q_index(names)
     v_index = model.v_index(names)
     q = model.neutral()
     v = np.zeros(model.nv)
-    out = np.zeros((len(run.joints_q), 6))
-    for i in range(len(run.joints_q)):
+    out = np.zeros((rows.size, 6))
+    for k, i in enumerate(rows):
         q[q_index] = run.joints_q.values[i, columns]
         v[v_index] = run.joints_v.values[i, columns]
-        out[i] = model.momentum(q, v, np.zeros(3))
-    return Series(run.joints_q.t.copy(), out)
+        out[k] = model.momentum(q, v, np.zeros(3))
+    return Series(run.joints_q.t[rows].copy(), out)
 
 
 def _rounded(value: float, digits: int) -> float:
@@ -373,11 +535,12 @@ def run_metrics(run: RecordedRun, start: float | None = None,
 
     Args:
         run: the recorded run.
-        start: the strike's start [s] (default: from the job input, :meth:`RecordedRun.strike_start`).
+        start: the strike's start [s] (default: from the job input, :meth:`RecordedRun.strike_start`);
+            nan for a run without a strike (no peak shifts; momentum over the whole run).
         end: the last simulation time considered [s].
     """
     start = run.strike_start() if start is None else start
-    momentum = run.momentum_commanded.between(start, end)
+    momentum = run.momentum_commanded.between(start if np.isfinite(start) else -np.inf, end)
     lxy = float(np.abs(momentum.values[:, 3:5]).max()) if len(momentum) else float("nan")
     error = run.waist_tracking_error.between(-np.inf, end)
     waist_error_deg = float(np.rad2deg(np.hypot(*error.values.T).max())) if len(error) \
@@ -424,4 +587,21 @@ def comparison_metrics(with_rmc: Mapping[str, Mapping[str, Any]],
             out[f"{label}_peak_shift_ratio"] = metric(
                 round(rmc / base, 4), "", target=RATIO_TARGET if label == "cop" else None,
                 better="lower")
+    return out
+
+
+def rate_metrics(run: RecordedRun) -> dict[str, dict[str, Any]]:
+    """Each command topic's median rate [Hz] and longest gap [ms], from its log times.
+
+    A topic with fewer than two messages has no rate and is left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for topic, times in sorted(run.command_times.items()):
+        if times.size < 2:
+            continue
+        gaps = np.diff(np.sort(times))
+        median = float(np.median(gaps))
+        out[f"{topic} rate"] = metric(round(1.0 / median, 2) if median > 0 else float("inf"),
+                                      "Hz")
+        out[f"{topic} longest gap"] = metric(round(float(gaps.max()) * 1e3, 2), "ms")
     return out

@@ -4,6 +4,7 @@
         [sensor_type:=ft] [job_arm:=right] [urdf_path:=] [namespace:=] [use_sim_time:=false]
         [activate:=true] [waist:=true] [identification:=false] [activate_identification:=false]
         [robot_state_publisher:=true] [rviz:=false]
+        [command_interface:=joint_state|joint_trajectory|forward_position] [ros2_control:=false]
 
 The nodes, their parameter files, overrides and lifecycle order come from
 ``humanoid_balance.graph.robot_graph`` (``--show-args`` lists the arguments with
@@ -12,6 +13,10 @@ start; each is activated (when ``activate``) once it configured successfully and
 the nodes before it in ``graph.LIFECYCLE_ORDER`` are active. A failed activation
 is logged once, as an error saying what to do, and left to the operator: fix the
 cause, then ``ros2 lifecycle set /waist_controller activate``. No retry.
+
+Beside a ros2_control robot (``config/ros2_control_example.yaml``),
+``ros2_control:=true`` reads the inputs from its broadcasters and
+``command_interface`` picks the arm controller the commands go to.
 
 DDS is left to the user's own settings (no loopback profile) so that rviz on an
 operator's machine can join the graph.
@@ -36,7 +41,8 @@ from humanoid_balance.launch_graph import (
 )
 
 GRAPH_ARGUMENTS = ("can_interface", "can_channel", "sensor_type", "job_arm", "urdf_path",
-                   "namespace", "use_sim_time", "waist", "identification")
+                   "namespace", "use_sim_time", "waist", "identification", "command_interface",
+                   "ros2_control")
 
 
 def _entities(context: LaunchContext) -> list:

@@ -101,6 +101,23 @@ def test_demo_shows_progress(demo_run: dict[str, Any]) -> None:
     assert any(" of 3.00 s" in line for line in lines), demo_run["proc"].stdout[-2000:]
 
 
+@pytest.mark.ros
+@pytest.mark.slow
+def test_report_of_the_demo_folder(demo_run: dict[str, Any]) -> None:
+    """`humanoid-balance report` on the demo's folder draws every plot and gives the demo's CoP ratio."""
+    from humanoid_balance.cli import main
+
+    out: Path = demo_run["out"]
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "index.html").read_text()
+    for name in ("cop_zmp_paths", "momentum", "waist_tracking", "command_rates",
+                 "holds_and_faults", "stability_margin"):
+        assert (out / "report" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert f"src='{name}.png'" in page
+    ratio = demo_run["metrics"]["cop_peak_shift_ratio"]["value"]
+    assert f"<td>cop_peak_shift_ratio</td><td>{ratio:.6g}</td>" in page
+
+
 def test_unwritable_out_is_one_line_exit_2(tmp_path: Path) -> None:
     """An --out that cannot be created is reported in one line, exit status 2, before any run."""
     blocker = tmp_path / "a_file"

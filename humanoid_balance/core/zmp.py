@@ -39,12 +39,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import hypot, isfinite
+from math import isfinite
 
 import numpy as np
-from scipy.spatial import ConvexHull
 
 from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.support import SupportPolygon, contact_frame_names, convex_hull, signed_distance
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
 #: six-axis F/T sensors above the soles, or one-axis force sensors (FSRs) on them
@@ -140,67 +140,22 @@ def combine_feet(zmps_in_world: Sequence[np.ndarray], normal_forces: Sequence[fl
     return (np.asarray(zmps_in_world, dtype=float) * f[:, None]).sum(axis=0) / total
 
 
-# --- support polygon -------------------------------------------------------------
+# --- support polygon (humanoid_balance.core.support) ------------------------------
 
 
 def support_polygon(points_xy: np.ndarray) -> np.ndarray:
-    """Convex hull (M, 2) of ground points, counter-clockwise (scipy's Qhull).
+    """Convex hull (M, 2) of ground points, counter-clockwise (:func:`.support.convex_hull`).
 
     Raises:
         InvalidInputError: fewer than three points or all on a line.
     """
-    pts = np.asarray(points_xy, dtype=float)[:, :2]
-    if len(pts) < 3:
-        raise InvalidInputError(f"{len(pts)} points: a support polygon needs at least 3")
-    try:
-        hull = ConvexHull(pts)
-    except Exception as exc:  # scipy raises QhullError (not exported before 1.7)
-        raise InvalidInputError(f"the points span no area: {exc}") from exc
-    return pts[hull.vertices]  # counter-clockwise in 2-D
+    return convex_hull(points_xy)
 
 
 def stability_margin(point_xy: np.ndarray, polygon: np.ndarray) -> float:
-    """Signed distance [m] from a point to the edge of a convex CCW polygon: positive inside."""
-    p = np.asarray(point_xy, dtype=float)[:2]
-    a = polygon
-    b = np.roll(polygon, -1, axis=0)
-    edge = b - a
-    length = np.linalg.norm(edge, axis=1)
-    # inward normal of a CCW polygon: the edge turned left
-    rel = p - a
-    signed = (edge[:, 0] * rel[:, 1] - edge[:, 1] * rel[:, 0]) / length
-    if np.all(signed >= 0.0):
-        return float(signed.min())
-    t = np.clip((rel * edge).sum(axis=1) / (length**2), 0.0, 1.0)
-    closest = a + t[:, None] * edge
-    return -float(np.linalg.norm(closest - p, axis=1).min())
-
-
-def _hull_indices(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the convex hull of a few 2-D points, counter-clockwise (Andrew's monotone chain).
-
-    Used by :class:`ZmpEstimator` instead of scipy's Qhull (:func:`support_polygon`, the
-    reference the tests compare it with): for the eight corners of two soles Qhull's
-    call overhead is about 100 us, five times the whole 1 kHz sample budget, this is
-    about 10 us. Collinear points are left out, as Qhull does.
-    """
-    order = sorted(range(len(points)), key=lambda i: points[i])
-
-    def cross(o: int, a: int, b: int) -> float:
-        (ox, oy), (ax, ay), (bx, by) = points[o], points[a], points[b]
-        return (ax - ox) * (by - oy) - (ay - oy) * (bx - ox)
-
-    lower: list[int] = []
-    for i in order:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], i) <= 0.0:
-            lower.pop()
-        lower.append(i)
-    upper: list[int] = []
-    for i in reversed(order):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], i) <= 0.0:
-            upper.pop()
-        upper.append(i)
-    return lower[:-1] + upper[:-1]
+    """Signed distance [m] from a point to the edge of a convex CCW polygon: positive inside
+    (:func:`.support.signed_distance`)."""
+    return signed_distance(point_xy, polygon)
 
 
 # --- contact --------------------------------------------------------------------
@@ -246,14 +201,16 @@ class FootGeometry:
 
     Attributes:
         sensor_in_sole: sole <- F/T sensor transform (4 x 4).
-        sole_corners: (K, 2) corners of the sole in the sole frame [m].
+        contact_points: (K, 2) points where the foot touches the ground, in the sole frame
+            [m]: the support polygon is the hull of those of the feet in contact
+            (:mod:`humanoid_balance.core.support`; the seed humanoid's FSR pads).
         fsr_positions: (N, 2) FSR points in the sole frame [m] (may be empty).
         mass_below_sensor: mass of the foot between the sensor and the ground [kg].
         com_below_sensor_in_sensor: its centre of mass in the sensor frame [m].
     """
 
     sensor_in_sole: np.ndarray
-    sole_corners: np.ndarray
+    contact_points: np.ndarray
     fsr_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     mass_below_sensor: float = 0.0
     com_below_sensor_in_sensor: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -325,12 +282,7 @@ class ZmpEstimator:
         self.gravity = gravity
         self.contacts = {side: ContactDetector(contact_threshold, hysteresis) for side in self.feet}
         self.offsets = {side: np.zeros(6) for side in self.feet}
-        self._hull_key: tuple[tuple[str, ...], int] | None = None
-        self._pose_version = 0  # counts sole pose changes
-        self._corners = {side: [(float(x), float(y)) for x, y in foot.sole_corners.tolist()]
-                         for side, foot in self.feet.items()}
-        self._hull: np.ndarray | None = None
-        self._hull_edges: list[tuple[float, float, float, float]] = []
+        self.support = SupportPolygon({side: foot.contact_points for side, foot in self.feet.items()})
         self._pose_cache: dict[str, tuple[bytes, list[float], list[float]]] = {}
         self._sensor_rotation = {s: [float(v) for v in f.sensor_in_sole[:3, :3].reshape(9)]
                                  for s, f in self.feet.items()}
@@ -341,7 +293,6 @@ class ZmpEstimator:
         """Forget the contact states (offsets are kept)."""
         for detector in self.contacts.values():
             detector.reset()
-        self._hull_key = None
 
     # --- F/T offsets --------------------------------------------------------------
 
@@ -415,7 +366,6 @@ class ZmpEstimator:
         to_world = [pose[0, 0], pose[0, 1], pose[0, 3], pose[1, 0], pose[1, 1], pose[1, 3],
                     pose[2, 0], pose[2, 1], pose[2, 3], pose[0, 2], pose[1, 2], pose[2, 2]]
         self._pose_cache[side] = (key, weight, [float(v) for v in to_world])
-        self._pose_version += 1
         return weight, self._pose_cache[side][2]
 
     def _ft_foot(self, side: str, sample: FootSample,
@@ -454,7 +404,8 @@ class ZmpEstimator:
         """The ZMP of one sample of both feet.
 
         Raises:
-            InvalidInputError: a foot is missing, an input is not finite or has a wrong shape.
+            InvalidInputError: a foot is missing, an input is not finite or has a wrong shape,
+                or its values are so large that the ZMP overflows (no finite ZMP or margin).
         """
         zmps: dict[str, np.ndarray | None] = {}
         forces: dict[str, float] = {}
@@ -464,7 +415,7 @@ class ZmpEstimator:
         fx_w = fy_w = fz_w = tx_w = ty_w = 0.0
         sum_z = 0.0
         touching: list[str] = []
-        terms: list[list[float]] = []
+        poses: dict[str, np.ndarray] = {}
         for side in self.feet:
             if side not in samples:
                 raise InvalidInputError(f"no sample for the {side} foot")
@@ -473,6 +424,7 @@ class ZmpEstimator:
             if pose.shape != (4, 4):
                 raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
             weight, w = self._pose_terms(side, pose)
+            poses[side] = pose
             if self.sensor_type == "ft":
                 sfx, sfy, normal, stx, sty, stz = self._ft_foot(side, sample, weight)
                 lx = ly = float("nan")
@@ -493,6 +445,11 @@ class ZmpEstimator:
                 if normal > 0.0:  # eq. 3.26 for one-axis sensors on the sole
                     lx, ly = (fsr @ positions / normal).tolist()
                     stx, sty = ly * normal, -lx * normal
+            if not (isfinite(normal) and isfinite(sfx) and isfinite(sfy) and isfinite(stx)
+                    and isfinite(sty) and isfinite(stz)):
+                raise InvalidInputError(
+                    f"{side} foot: the {'wrench' if self.sensor_type == 'ft' else 'FSR forces'} "
+                    "overflow(s) in the sole frame (values beyond any sensor's range)")
             in_contact = self.contacts[side].step(normal)
             forces[side] = normal
             contacts[side] = in_contact
@@ -504,7 +461,6 @@ class ZmpEstimator:
             z = w[6] * lx + w[7] * ly + w[8]
             zmps[side] = np.array([x, y, z])
             touching.append(side)
-            terms.append(w)
             # the foot's wrench in the world: f = R f_s, tau_O = R tau_s + t x f
             r00, r01, t0, r10, r11, t1, r20, r21, t2, r02, r12, r22 = w
             fwx = r00 * sfx + r01 * sfy + r02 * normal
@@ -518,48 +474,28 @@ class ZmpEstimator:
             sum_z += fwz * z
         if not touching:
             return ZmpOutput(None, zmps, forces, contacts, None, None)
-        polygon = self._polygon(touching, terms)
+        polygon = self.support.update(poses, touching)
         if not fz_w > 0.0:  # soles so steep that the ground pulls down: no ZMP on a plane
             return ZmpOutput(None, zmps, forces, contacts, polygon, None)
         pz = sum_z / fz_w
         zmp = np.array([(-ty_w + pz * fx_w) / fz_w, (tx_w + pz * fy_w) / fz_w, pz])
-        return ZmpOutput(zmp, zmps, forces, contacts, polygon, self._margin(zmp[0], zmp[1]))
+        if not (np.isfinite(zmp).all() and all(
+                p is None or np.isfinite(p).all() for p in zmps.values())):
+            raise InvalidInputError(
+                f"the ZMP of the feet's wrenches overflows ({zmp.tolist()}): values beyond any "
+                "sensor's range")
+        return ZmpOutput(zmp, zmps, forces, contacts, polygon, self.support.margin(zmp))
 
-    def _polygon(self, touching: list[str], terms: list[list[float]]) -> np.ndarray:
-        """The support polygon of the feet in contact, from their sole -> world terms.
+    def set_contact_threshold(self, threshold: float, hysteresis: float) -> None:
+        """New contact threshold and hysteresis [N] from the next sample on; contact states kept.
 
-        Cached until the contact set or a sole pose changes.
+        Raises:
+            ConfigurationError: as :class:`ContactDetector`.
         """
-        key = (tuple(touching), self._pose_version)
-        if key == self._hull_key and self._hull is not None:
-            return self._hull
-        self._hull_key = key
-        points = [(w[0] * cx + w[1] * cy + w[2], w[3] * cx + w[4] * cy + w[5])
-                  for side, w in zip(touching, terms, strict=True)
-                  for cx, cy in self._corners[side]]
-        vertices = _hull_indices(points)
-        if len(vertices) < 3:
-            raise InvalidInputError(f"the {len(points)} sole corners span no area")
-        hull = [points[i] for i in vertices]
-        self._hull = np.array(hull)
-        edges = []
-        for (ax, ay), (bx, by) in zip(hull, hull[1:] + hull[:1], strict=True):
-            length = hypot(bx - ax, by - ay)
-            edges.append((ax, ay, (bx - ax) / length, (by - ay) / length))
-        self._hull_edges = edges
-        return self._hull
-
-    def _margin(self, x: float, y: float) -> float:
-        """:func:`stability_margin` of the cached hull, inside case with scalars."""
-        best = float("inf")
-        for ax, ay, ux, uy in self._hull_edges:
-            signed = ux * (y - ay) - uy * (x - ax)
-            if signed < 0.0:
-                assert self._hull is not None
-                return stability_margin(np.array([x, y]), self._hull)
-            if signed < best:
-                best = signed
-        return best
+        for side, detector in self.contacts.items():
+            fresh = ContactDetector(threshold, hysteresis)
+            fresh.in_contact = detector.in_contact
+            self.contacts[side] = fresh
 
 
 def foot_geometry_from_model(
@@ -568,47 +504,71 @@ def foot_geometry_from_model(
     sensor_frame: str,
     sole_frame: str,
     foot_link: str,
-    sole_corners: np.ndarray,
+    contact_frames: Sequence[str] | None = None,
+    fsr_frames: Sequence[str] | None = None,
+    sole_corners: np.ndarray | None = None,
     fsr_positions: np.ndarray | None = None,
 ) -> FootGeometry:
     """A foot's geometry from the robot model at its neutral configuration.
+
+    The contact points and FSR points come from the URDF's frames (``contact_frames``,
+    ``fsr_frames``, read in the sole frame by
+    :meth:`~humanoid_balance.core.support.SupportPolygon.from_model`); tests may give
+    them as arrays instead (``sole_corners``, ``fsr_positions``).
 
     Args:
         model: the robot model (the sensor, sole and foot link are rigidly attached).
         sensor_frame: the F/T sensor frame.
         sole_frame: the sole frame (origin on the sole surface, z up).
         foot_link: the link between the sensor and the ground, whose weight the sensor carries.
-        sole_corners: (K, 2) sole corners in the sole frame [m].
-        fsr_positions: (N, 2) FSR points in the sole frame [m].
+        contact_frames: the frames where the foot touches the ground (default ``fsr_frames``).
+        fsr_frames: the FSR frames, in the order of the FSR array.
+        sole_corners: (K, 2) contact points in the sole frame [m], instead of ``contact_frames``.
+        fsr_positions: (N, 2) FSR points in the sole frame [m], instead of ``fsr_frames``.
+
+    Raises:
+        ConfigurationError: no contact points given, or a frame off its sole.
+        UnknownFrameError: a frame is not in the model.
     """
+
+    def in_sole(frames: Sequence[str]) -> np.ndarray:
+        polygon = SupportPolygon.from_model(model, contact_frames={"foot": frames},
+                                            sole_frames={"foot": sole_frame})
+        return polygon.points_in_sole["foot"]
+
     q = model.neutral()
     sole = model.frame_transform(sole_frame, q)
     sensor = model.frame_transform(sensor_frame, q)
     link = model.frame_transform(foot_link, q)
     mass, com_in_link = model.link_inertial(foot_link)
     com_in_sensor = (np.linalg.inv(sensor) @ link @ np.append(com_in_link, 1.0))[:3]
-    corners = np.asarray(sole_corners, dtype=float).reshape(-1, 2)
-    fsr = np.zeros((0, 2)) if fsr_positions is None else np.asarray(fsr_positions, float).reshape(-1, 2)
+    if fsr_positions is not None:
+        fsr = np.asarray(fsr_positions, float).reshape(-1, 2)
+    else:
+        fsr = in_sole(fsr_frames) if fsr_frames else np.zeros((0, 2))
+    if sole_corners is not None:
+        contact = np.asarray(sole_corners, dtype=float).reshape(-1, 2)
+    elif contact_frames or fsr_frames:
+        contact = in_sole(contact_frames or fsr_frames or ())
+    else:
+        raise ConfigurationError(f"{sole_frame}: no contact frames (nor points) for the support polygon")
     return FootGeometry(
         sensor_in_sole=np.linalg.inv(sole) @ sensor,
-        sole_corners=corners,
+        contact_points=contact,
         fsr_positions=fsr,
         mass_below_sensor=mass,
         com_below_sensor_in_sensor=com_in_sensor,
     )
 
 
-#: the seed humanoid's sole (0.22 m x 0.12 m) corners and FSR points in its sole frame [m]
-SEED_SOLE_CORNERS = np.array([[0.11, 0.06], [-0.11, 0.06], [-0.11, -0.06], [0.11, -0.06]])
-SEED_FSR_POSITIONS = np.array([[0.09, 0.05], [0.09, -0.05], [-0.09, 0.05], [-0.09, -0.05]])
-
-
 def humanoid_zmp_estimator(model: RobotModel, sensor_type: str = "ft", **kwargs: float) -> ZmpEstimator:
     """The estimator of the seed humanoid (frames ``{side}_foot_ft``, ``{side}_sole``, ``{side}_foot``).
 
-    ``kwargs`` go to :class:`ZmpEstimator` (``contact_threshold``, ``hysteresis``, ``gravity``).
+    The support polygon and the FSR points are the FSR pads ``{side}_fsr_{0..3}`` of the
+    URDF (:mod:`humanoid_balance.core.support`). ``kwargs`` go to :class:`ZmpEstimator`
+    (``contact_threshold``, ``hysteresis``, ``gravity``).
     """
     feet = {side: foot_geometry_from_model(
         model, sensor_frame=f"{side}_foot_ft", sole_frame=f"{side}_sole", foot_link=f"{side}_foot",
-        sole_corners=SEED_SOLE_CORNERS, fsr_positions=SEED_FSR_POSITIONS) for side in SIDES}
+        fsr_frames=contact_frame_names(side)) for side in SIDES}
     return ZmpEstimator(feet, sensor_type=sensor_type, **kwargs)

@@ -9,23 +9,39 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
   between the soles at the neutral pose), published as ``world_frame_id``: the
   node is for standing balance, where the feet do not move; the sole poses
   relative to ``W`` follow the leg joints.
-- Synchronisation (:mod:`humanoid_balance.core.sync`): the two feet's samples
-  are joined by stamp (within ``sync_tolerance``); each joined sample waits
-  until a joint state stamped at or after it has arrived (at most
+- Synchronisation (:mod:`humanoid_balance.core.sync`): the two feet's F/T
+  samples are joined by stamp (within ``sync_tolerance``); each joined sample
+  waits until a joint state stamped at or after it has arrived (at most
   ``joint_state_wait``), and uses the newest joint state stamped at or before
   it. So the output depends on the stamps only, not on message arrival order:
-  a replayed bag yields the live run's ZMPs exactly. FSR arrays have no header;
-  they are stamped with the node clock on arrival.
+  a replayed bag yields the live run's ZMPs exactly. FSR arrays have no
+  header: each is stamped with the node clock on arrival, and the two feet's
+  arrays are joined in arrival order (:class:`ArrivalPairer`: the n-th
+  waiting array of one foot with the n-th of the other; the pair takes the
+  later arrival's stamp), so a loaded machine that delivers the feet's arrays
+  milliseconds apart, or one foot's in a batch before the other's, still
+  joins every pair (after a lost array the feet are one FSR period apart).
+- Foot geometry from the URDF alone (:mod:`humanoid_balance.core.support`):
+  the FSR points are the frames ``{side}.fsr_frames``, the support polygon is
+  the hull of the frames ``{side}.contact_frames`` of the feet in contact (the
+  seed humanoid's FSR pads, where it touches the floor).
 - Outputs (stamped with the sample's stamp): ``/zmp``, ``/left_foot/zmp``,
   ``/right_foot/zmp`` (PointStamped), ``/support_polygon`` (PolygonStamped,
   when it changes and at least every 0.1 s),
   ``/zmp/stability_margin`` (Float64, m, positive inside), ``/zmp/markers``
   (MarkerArray at ``marker_rate``), ``/diagnostics`` at ``diagnostics_rate``.
-- Bad input: a non-finite wrench or FSR array is dropped and counted; a
-  wrench in a frame that is not the foot's (nor rigidly attached to it) is
-  dropped, logged naming the frame, and reported as ERROR; a silent sensor
-  (``sensor_timeout``) makes diagnostics STALE and no ZMP is built from old
-  data; no foot in contact: no ZMP, diagnostics say so.
+- Bad input is dropped, counted, logged (throttled) and named on
+  ``/diagnostics`` for as long as it lasts: a non-finite wrench or FSR array,
+  an FSR array of the wrong size, values so large that the ZMP overflows, a
+  wrench in a frame that is not the foot's (nor rigidly attached to it), a
+  stamp more than ``future_tolerance`` ahead of the node clock, samples older
+  than ``sensor_timeout``, feet whose stamps do not pair, joint states that
+  are bad or missing. While every sample of a diagnostics period was dropped
+  the level is ERROR ("no ZMP: ..."), while some were WARN; a silent sensor
+  (``sensor_timeout``) makes it STALE; no foot in contact: no ZMP, WARN.
+- Parameters: :mod:`humanoid_balance.params.zmp_estimator` (``SPEC``); the
+  dynamic ones (``ros2 param set``) apply from the next sample, the others are
+  refused with the reason once the node runs.
 - ``~/zero_sensors`` (std_srvs/Trigger) zeros both F/T sensors from the mean of
   the last ``zero_window`` seconds, keeping the weight of the foot below each
   sensor; it refuses, naming the foot and its load, when a foot is loaded.
@@ -35,14 +51,13 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PointStamped, PolygonStamped, WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -55,9 +70,6 @@ from humanoid_balance import cdr
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.sync import SampleSet, SampleSynchronizer, StampedBuffer
 from humanoid_balance.core.zmp import (
-    SEED_FSR_POSITIONS,
-    SEED_SOLE_CORNERS,
-    SENSOR_TYPES,
     SIDES,
     FootGeometry,
     FootSample,
@@ -81,26 +93,68 @@ from humanoid_balance.nodes.common import (
     stamp_msg,
     stamp_ns,
 )
+from humanoid_balance.params.ros import NodeParameters
+from humanoid_balance.params.zmp_estimator import SPEC
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "zmp_estimator"
 POLYGON_PERIOD_NS = 100_000_000  # /support_polygon at least every 0.1 s while a ZMP is published
-DEFAULT_SOLE = [float(v) for v in SEED_SOLE_CORNERS.reshape(-1)]
-DEFAULT_FSR = [float(v) for v in SEED_FSR_POSITIONS.reshape(-1)]
 GREEN = ColorRGBA(r=0.1, g=0.8, b=0.1, a=1.0)
 YELLOW = ColorRGBA(r=0.95, g=0.8, b=0.1, a=1.0)
 RED = ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0)
 GREY = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
+#: the counters of dropped input (``counts``), each a reason a sample gave no ZMP
+DROPS = ("dropped_nonfinite", "dropped_shape", "dropped_invalid", "dropped_frame", "dropped_stale",
+         "dropped_future", "dropped_joint_states")
 
 
-def _pairs(values: Sequence[float], what: str) -> np.ndarray:
-    if len(values) % 2 or len(values) < 2:
-        raise HumanoidBalanceError(f"{what}: expected a flat list [x0, y0, x1, y1, ...] of even length, "
-                                   f"got {len(values)} values")
-    points = np.asarray(values, dtype=float).reshape(-1, 2)
-    if not np.all(np.isfinite(points)):
-        raise HumanoidBalanceError(f"{what}: the points must be finite")
-    return points
+class ArrivalPairer:
+    """Joins the two feet's unstamped samples (FSR arrays) in arrival order.
+
+    The n-th waiting sample of each foot is joined with the n-th of the other
+    (first in, first out), stamped with the later arrival: the executor may hand
+    over one foot's arrays in a batch before the other's, and they still pair
+    one to one. A sample waits at most ``max_age_ns`` (and at most ``depth``
+    samples per foot); older ones are dropped (counted in ``dropped``): a foot
+    whose arrays stop does not hold the other's, and old arrays are never
+    joined to new ones. A lost array shifts the pairing by one sample (one FSR
+    period) for as long as the arrays keep coming.
+
+    Args:
+        sensors: the feet's keys.
+        max_age_ns: how long a sample waits for the other foot's [ns].
+        depth: samples kept per foot waiting for the other's.
+    """
+
+    def __init__(self, sensors: Sequence[Hashable], max_age_ns: int = 100_000_000,
+                 depth: int = 100) -> None:
+        self.sensors = tuple(sensors)
+        self.max_age_ns = max_age_ns
+        self.depth = depth
+        self._waiting: dict[Hashable, deque[tuple[int, Any]]] = {s: deque() for s in self.sensors}
+        #: samples dropped before their partner came
+        self.dropped = 0
+
+    def reset(self) -> None:
+        """Forget the waiting samples (the counter is kept)."""
+        for queue in self._waiting.values():
+            queue.clear()
+
+    def push(self, sensor: Hashable, arrival_ns: int, payload: Any) -> SampleSet | None:
+        """Add one sample, stamped on arrival [ns]; returns the set it completes, if any."""
+        for waiting in self._waiting.values():
+            while waiting and arrival_ns - waiting[0][0] > self.max_age_ns:
+                waiting.popleft()
+                self.dropped += 1
+        queue = self._waiting[sensor]
+        queue.append((arrival_ns, payload))
+        if len(queue) > self.depth:
+            queue.popleft()
+            self.dropped += 1
+        if not all(self._waiting.values()):
+            return None
+        chosen = {s: q.popleft() for s, q in self._waiting.items()}
+        return SampleSet(max(stamp for stamp, _ in chosen.values()), chosen)
 
 
 class ZmpEstimatorNode(Node):
@@ -108,48 +162,15 @@ class ZmpEstimatorNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        d = ParameterDescriptor
-        self.declare_parameter("sensor_type", "ft", d(description="ft | fsr"))
-        self.declare_parameter("contact_threshold", 20.0, d(description="normal force for contact, N"))
-        self.declare_parameter("contact_hysteresis", 5.0, d(description="N below the threshold to leave"))
-        self.declare_parameter("gravity", 9.81, d(description="m/s^2, for the foot-weight compensation"))
-        self.declare_parameter("urdf_path", "", d(description="URDF; empty: the package's"))
-        self.declare_parameter("publish_rate", 0.0, d(description="Hz; 0 = on every sample"))
-        self.declare_parameter("marker_rate", 20.0, d(description="Hz of /zmp/markers; 0 = off"))
-        self.declare_parameter("diagnostics_rate", 1.0, d(description="Hz"))
-        self.declare_parameter("world_frame_id", "world",
-                               d(description="frame_id of the outputs (the URDF's W frame)"))
-        self.declare_parameter("balance_frame", "W", d(description="URDF frame taken as the world"))
-        self.declare_parameter("sync_tolerance", 0.001, d(description="s between the feet's stamps"))
-        self.declare_parameter("joint_state_wait", 0.005,
-                               d(description="s a sample waits for the joint state of its stamp"))
-        self.declare_parameter("joint_state_timeout", 0.1, d(description="s; older joints: no ZMP"))
-        self.declare_parameter("sensor_timeout", 0.1, d(description="s of silence before STALE"))
-        self.declare_parameter("zero_window", 0.1, d(description="s of samples averaged to zero"))
-        self.declare_parameter("zero_max_load", 10.0, d(description="N a foot may carry when zeroed"))
-        self.declare_parameter("margin_warn", 0.03, d(description="m; below: yellow marker"))
-        self.declare_parameter("margin_error", 0.01, d(description="m; below: red marker"))
-        self.declare_parameter("best_effort_sensors", False,
-                               d(description="subscribe to the sensors best-effort"))
-        for side in SIDES:
-            self.declare_parameter(f"{side}.sensor_frame", f"{side}_foot_ft")
-            self.declare_parameter(f"{side}.sole_frame", f"{side}_sole")
-            self.declare_parameter(f"{side}.foot_link", f"{side}_foot",
-                                   d(description="link below the sensor (its weight is compensated)"))
-            self.declare_parameter(f"{side}.sole_polygon", DEFAULT_SOLE,
-                                   d(description="sole corners in the sole frame, [x0, y0, x1, ...] m"))
-            self.declare_parameter(f"{side}.fsr_positions", DEFAULT_FSR,
-                                   d(description="FSR points in the sole frame, [x0, y0, ...] m"))
-
-        p = self.get_parameter
-        self.sensor_type = str(p("sensor_type").value)
-        if self.sensor_type not in SENSOR_TYPES:
-            raise HumanoidBalanceError(f"sensor_type={self.sensor_type!r}: expected one of {SENSOR_TYPES}")
-        path = str(p("urdf_path").value) or str(package_urdf_path("humanoid"))
-        self.model = RobotModel(path, world_frame=str(p("balance_frame").value))
-        self.model.gravity = float(p("gravity").value)
+        self._configured = False
+        self.params = NodeParameters(self, SPEC, configured=lambda: self._configured)
+        v = self.params.read()  # ConfigurationError with the reason
+        self.sensor_type = str(v["sensor_type"])
+        path = str(v["urdf_path"]) or str(package_urdf_path("humanoid"))
+        self.model = RobotModel(path, world_frame=str(v["balance_frame"]))
+        self.model.gravity = float(v["gravity"])
         self.q = self.model.neutral()
-        self.frames = {s: {k: str(p(f"{s}.{k}").value) for k in ("sensor_frame", "sole_frame", "foot_link")}
+        self.frames = {s: {k: str(v[f"{s}.{k}"]) for k in ("sensor_frame", "sole_frame", "foot_link")}
                        for s in SIDES}
         feet: dict[str, FootGeometry] = {}
         for side in SIDES:
@@ -159,26 +180,21 @@ class ZmpEstimatorNode(Node):
                     raise UnknownFrameError(frame, self.model.name)
             feet[side] = foot_geometry_from_model(
                 self.model, sensor_frame=frames["sensor_frame"], sole_frame=frames["sole_frame"],
-                foot_link=frames["foot_link"],
-                sole_corners=_pairs(list(p(f"{side}.sole_polygon").value), f"{side}.sole_polygon"),
-                fsr_positions=_pairs(list(p(f"{side}.fsr_positions").value), f"{side}.fsr_positions"))
+                foot_link=frames["foot_link"], contact_frames=v[f"{side}.contact_frames"],
+                fsr_frames=v[f"{side}.fsr_frames"])
         self.estimator = ZmpEstimator(
-            feet, sensor_type=self.sensor_type, contact_threshold=float(p("contact_threshold").value),
-            hysteresis=float(p("contact_hysteresis").value), gravity=float(p("gravity").value))
-        self.world_frame_id = str(p("world_frame_id").value)
-        rate = float(p("publish_rate").value)
-        self.publish_period_ns = int(1e9 / rate) if rate > 0 else 0
-        marker_rate = float(p("marker_rate").value)
-        self.marker_period_ns = int(1e9 / marker_rate) if marker_rate > 0 else -1
-        self.sync = SampleSynchronizer(SIDES, int(float(p("sync_tolerance").value) * 1e9))
+            feet, sensor_type=self.sensor_type, contact_threshold=float(v["contact_threshold"]),
+            hysteresis=float(v["contact_hysteresis"]), gravity=float(v["gravity"]))
+        self.world_frame_id = str(v["world_frame_id"])
+        self.sync = SampleSynchronizer(SIDES, 0)
+        self.pairer = ArrivalPairer(SIDES)
         self.joint_states: StampedBuffer[np.ndarray] = StampedBuffer(200)
-        self.joint_state_wait_ns = int(float(p("joint_state_wait").value) * 1e9)
-        self.joint_state_timeout_ns = int(float(p("joint_state_timeout").value) * 1e9)
-        self.sensor_timeout_ns = int(float(p("sensor_timeout").value) * 1e9)
-        self.zero_window_ns = int(float(p("zero_window").value) * 1e9)
-        self.zero_max_load = float(p("zero_max_load").value)
-        self.margin_warn = float(p("margin_warn").value)
-        self.margin_error = float(p("margin_error").value)
+        self.joint_state_wait_ns = int(float(v["joint_state_wait"]) * 1e9)
+        self.zero_window_ns = int(float(v["zero_window"]) * 1e9)
+        self._diag_timer: Any = None
+        self.publish_period_ns = self.marker_period_ns = 0
+        self.joint_state_timeout_ns = self.sensor_timeout_ns = self.future_tolerance_ns = 0
+        self.zero_max_load = self.margin_warn = self.margin_error = 0.0
         # a wrench in a frame rigidly attached to the foot is moved to the sensor frame
         self._frame_to_sensor: dict[str, dict[str, np.ndarray]] = {s: {} for s in SIDES}
         self._model_joints = set(self.model.joint_names)
@@ -195,14 +211,14 @@ class ZmpEstimatorNode(Node):
         self.last_output: ZmpOutput | None = None
         self._last_polygon: np.ndarray | None = None
         self._last_polygon_ns: int | None = None
-        self.counts = dict.fromkeys(
-            ("samples", "published", "dropped_nonfinite", "dropped_shape", "dropped_invalid",
-             "dropped_frame", "dropped_stale", "no_contact"), 0)
-        self._frame_error: str | None = None
+        self.counts = dict.fromkeys(("samples", "published", *DROPS, "no_contact"), 0)
+        # what was dropped since the last /diagnostics, and why (the newest reason, its level)
+        self._period = {"dropped": 0, "published": 0, "unpaired": 0}
+        self._drop_reason: tuple[int, str] | None = None
 
         qos = QoSProfile(depth=100)
         sensor_qos = QoSProfile(depth=100)
-        if bool(p("best_effort_sensors").value):
+        if bool(v["best_effort_sensors"]):
             sensor_qos.reliability = ReliabilityPolicy.BEST_EFFORT
         # per message, the inputs are read from their CDR bytes and the outputs written as bytes
         # (humanoid_balance.cdr): no rclpy message is built on the 1 kHz path
@@ -230,12 +246,58 @@ class ZmpEstimatorNode(Node):
         self.create_service(Trigger, "~/zero_sensors", partial(self._zero, SIDES))
         for side in SIDES:
             self.create_service(Trigger, f"~/zero_{side}_sensor", partial(self._zero, (side,)))
-        diag_rate = float(p("diagnostics_rate").value)
-        if diag_rate > 0:
-            self.create_timer(1.0 / diag_rate, self.publish_diagnostics)
+        self._apply(v)
+        self._configured = True
         self.get_logger().info(
             f"{self.sensor_type} mode, contact at {self.estimator.contacts['left'].threshold} N, "
-            f"world = {p('balance_frame').value} of {path}")
+            f"world = {v['balance_frame']} of {path}")
+
+    # --- parameters -------------------------------------------------------------
+
+    def _apply(self, v: dict[str, Any]) -> None:
+        """Take the dynamic parameters among ``v`` (all of them at start-up)."""
+        if "contact_threshold" in v or "contact_hysteresis" in v:
+            values = self.params.values
+            self.estimator.set_contact_threshold(float(values["contact_threshold"]),
+                                                 float(values["contact_hysteresis"]))
+        if "publish_rate" in v:
+            rate = float(v["publish_rate"])
+            self.publish_period_ns = int(1e9 / rate) if rate > 0 else 0
+        if "marker_rate" in v:
+            rate = float(v["marker_rate"])
+            self.marker_period_ns = int(1e9 / rate) if rate > 0 else -1
+        if "diagnostics_rate" in v:
+            if self._diag_timer is not None:
+                self.destroy_timer(self._diag_timer)
+            self._diag_timer = self.create_timer(1.0 / float(v["diagnostics_rate"]),
+                                                 self.publish_diagnostics)
+        if "sync_tolerance" in v:
+            self.sync.tolerance_ns = int(float(v["sync_tolerance"]) * 1e9)
+        for name in ("joint_state_timeout", "sensor_timeout", "future_tolerance"):
+            if name in v:
+                setattr(self, f"{name}_ns", int(float(v[name]) * 1e9))
+        self.pairer.max_age_ns = self.sensor_timeout_ns
+        for name in ("zero_max_load", "margin_warn", "margin_error"):
+            if name in v:
+                setattr(self, name, float(v[name]))
+
+    def _take_parameters(self) -> None:
+        """Apply the dynamic changes accepted since the last sample (``ros2 param set``)."""
+        pending = self.params.take_pending()
+        if pending:
+            self._apply(pending)
+            self.get_logger().info("parameters changed: " + ", ".join(
+                f"{k}={v!r}" for k, v in sorted(pending.items())))
+
+    def _drop(self, counter: str, reason: str, level: int = WARN) -> None:
+        """Count a dropped sample (``counts[counter]``), log the reason, keep it for diagnostics."""
+        self.counts[counter] += 1
+        self._period["dropped"] += 1
+        self._drop_reason = (level, reason)
+        if level >= ERROR:
+            self._errors.error(reason)
+        else:
+            self._warn(reason)
 
     # --- inputs -----------------------------------------------------------------
 
@@ -247,8 +309,15 @@ class ZmpEstimatorNode(Node):
         self._joint_state(*read_joint_state(self._joint_reader, msg))
 
     def _joint_state(self, stamp: int, names: tuple[str, ...], positions: np.ndarray) -> None:
+        self._take_parameters()
         if len(positions) != len(names):
-            self._warn(f"joint_states has {len(names)} names but {len(positions)} positions")
+            self._drop("dropped_joint_states",
+                       f"joint_states has {len(names)} names but {len(positions)} positions: ignored")
+            return
+        ahead = stamp - self._now_ns()
+        if ahead > self.future_tolerance_ns:
+            self._drop("dropped_future", f"joint_states stamped {1e-9 * ahead:.3f} s ahead of the "
+                       f"node clock (future_tolerance {1e-9 * self.future_tolerance_ns:.3f} s): ignored")
             return
         if self._joint_columns is None or self._joint_columns[0] != names:
             known = [i for i, n in enumerate(names) if n in self._model_joints]
@@ -257,7 +326,7 @@ class ZmpEstimatorNode(Node):
         columns = self._joint_columns[1]
         position = positions[columns]
         if not np.all(np.isfinite(position)):
-            self._warn("joint_states with a non-finite position: ignored")
+            self._drop("dropped_joint_states", "joint_states with a non-finite position: ignored")
             return
         # a message may carry some joints only (several drivers publish /joint_states): it
         # updates those on top of the latest values of the others
@@ -267,7 +336,9 @@ class ZmpEstimatorNode(Node):
 
     def _on_wrench(self, side: str, msg: bytes | WrenchStamped) -> None:
         """A foot's F/T message: serialized (the subscription is raw) or a WrenchStamped."""
-        self._last_arrival_ns[side] = self._now_ns()
+        self._take_parameters()
+        now = self._now_ns()
+        self._last_arrival_ns[side] = now
         if isinstance(msg, bytes):
             try:
                 stamp, frame, values = cdr.read_wrench_stamped(msg)
@@ -278,8 +349,13 @@ class ZmpEstimatorNode(Node):
             values = (f.x, f.y, f.z, t.x, t.y, t.z)
             stamp, frame = stamp_ns(msg.header.stamp), msg.header.frame_id
         if not all_finite(values):
-            self.counts["dropped_nonfinite"] += 1
-            self._warn(f"{side} foot: non-finite wrench dropped ({self.counts['dropped_nonfinite']} so far)")
+            self._drop("dropped_nonfinite", f"{side} foot: non-finite wrench dropped "
+                       f"({self.counts['dropped_nonfinite'] + 1} so far)")
+            return
+        if stamp - now > self.future_tolerance_ns:
+            self._drop("dropped_future", f"{side} foot: wrench stamped {1e-9 * (stamp - now):.3f} s "
+                       f"ahead of the node clock (future_tolerance "
+                       f"{1e-9 * self.future_tolerance_ns:.3f} s): refused")
             return
         wrench = np.array(values)
         frame = frame or self.frames[side]["sensor_frame"]
@@ -288,15 +364,14 @@ class ZmpEstimatorNode(Node):
                 force, torque = wrench_in_sole(wrench[:3], wrench[3:], self._sensor_from(side, frame))
                 wrench = np.concatenate([force, torque])
             except HumanoidBalanceError as error:
-                self.counts["dropped_frame"] += 1
-                self._frame_error = str(error)
-                self._errors.error(str(error))
+                self._drop("dropped_frame", str(error), ERROR)
                 return
         self._recent[side].append((stamp, wrench))
         self._on_sample(side, stamp, wrench)
 
     def _on_fsr(self, side: str, msg: bytes | Float64MultiArray) -> None:
         """A foot's FSR forces: serialized (the subscription is raw) or a Float64MultiArray."""
+        self._take_parameters()
         now = self._now_ns()
         self._last_arrival_ns[side] = now
         if isinstance(msg, bytes):
@@ -308,15 +383,16 @@ class ZmpEstimatorNode(Node):
             forces = np.asarray(msg.data, dtype=float)
         expected = len(self.estimator.feet[side].fsr_positions)
         if forces.shape != (expected,):
-            self.counts["dropped_shape"] += 1
-            self._warn(f"{side} foot: {forces.size} FSR forces, expected {expected}: dropped")
+            self._drop("dropped_shape", f"{side} foot: {forces.size} FSR forces, expected {expected}: "
+                       "dropped")
             return
         if not np.all(np.isfinite(forces)):
-            self.counts["dropped_nonfinite"] += 1
-            self._warn(f"{side} foot: non-finite FSR force dropped "
-                       f"({self.counts['dropped_nonfinite']} so far)")
+            self._drop("dropped_nonfinite", f"{side} foot: non-finite FSR force dropped "
+                       f"({self.counts['dropped_nonfinite'] + 1} so far)")
             return
-        self._on_sample(side, now, forces)
+        joined = self.pairer.push(side, now, forces)  # no stamp: joined in arrival order
+        if joined is not None:
+            self._on_joined(joined)
 
     def _sensor_from(self, side: str, frame: str) -> np.ndarray:
         """sensor <- frame, for a frame rigidly attached to the sensor's link."""
@@ -339,16 +415,22 @@ class ZmpEstimatorNode(Node):
     # --- estimate ----------------------------------------------------------------
 
     def _on_sample(self, side: str, stamp: int, payload: np.ndarray) -> None:
+        unpaired = self.sync.dropped
         joined = self.sync.push(side, stamp, payload)
+        self._period["unpaired"] += self.sync.dropped - unpaired
         if joined is not None:
-            if joined.stamp_ns < self._newest_set_ns:  # time went back (replay again, sim reset)
-                self.counts["samples"] += len(self._pending)
-                self.counts["dropped_stale"] += len(self._pending)
-                self._pending.clear()
-                self.estimator.reset()  # contact states of another time
-            self._newest_set_ns = joined.stamp_ns
-            self._pending.append(joined)
-            self._process_pending()
+            self._on_joined(joined)
+
+    def _on_joined(self, joined: SampleSet) -> None:
+        if joined.stamp_ns < self._newest_set_ns:  # time went back (replay again, sim reset)
+            self.counts["samples"] += len(self._pending)
+            for _ in range(len(self._pending)):
+                self._drop("dropped_stale", "stamps went back: the waiting samples were dropped")
+            self._pending.clear()
+            self.estimator.reset()  # contact states of another time
+        self._newest_set_ns = joined.stamp_ns
+        self._pending.append(joined)
+        self._process_pending()
 
     def _process_pending(self) -> None:
         while self._pending:
@@ -365,12 +447,12 @@ class ZmpEstimatorNode(Node):
         found = self.joint_states.at_or_before(stamp)
         now = self._now_ns()
         if found is None or stamp - found[0] > self.joint_state_timeout_ns:
-            self.counts["dropped_stale"] += 1
-            self._warn("no joint state within joint_state_timeout of the foot samples: no ZMP")
+            self._drop("dropped_stale", "no joint state within joint_state_timeout "
+                       f"({1e-9 * self.joint_state_timeout_ns:.3f} s) of the foot samples: no ZMP")
             return
         if now - stamp > self.sensor_timeout_ns:
-            self.counts["dropped_stale"] += 1
-            self._warn(f"foot samples {1e-9 * (now - stamp):.3f} s old: no ZMP built from them")
+            self._drop("dropped_stale", f"foot samples {1e-9 * (now - stamp):.3f} s old (sensor_timeout "
+                       f"{1e-9 * self.sensor_timeout_ns:.3f} s): no ZMP built from them")
             return
         soles = self._soles(found[1])
         samples = {}
@@ -382,14 +464,14 @@ class ZmpEstimatorNode(Node):
                 samples[side] = FootSample(soles[side], fsr_forces=value)
         try:
             out = self.estimator.step(samples)
-        except InvalidInputError as error:  # e.g. a joint state giving a non-finite sole pose
-            self.counts["dropped_invalid"] += 1
-            self._warn(str(error))
+        except InvalidInputError as error:  # overflowing values, a non-finite sole pose
+            self._drop("dropped_invalid", f"{error}: no ZMP")
             return
         self.last_output = out
         if out.zmp_in_world is None:
             self.counts["no_contact"] += 1
             return
+        self._period["published"] += 1  # a ZMP came out (published now or thinned by publish_rate)
         if self._last_published_ns is not None and self.publish_period_ns and \
                 0 <= stamp - self._last_published_ns < self.publish_period_ns:
             return
@@ -487,7 +569,7 @@ class ZmpEstimatorNode(Node):
         self._warnings.warning(text)
 
     def diagnostics_status(self) -> tuple[int, str]:
-        """The level and message diagnostics report now."""
+        """The level and message diagnostics report now (drops: since the last /diagnostics)."""
         now = self._now_ns()
         silent = []
         for side in SIDES:
@@ -499,8 +581,17 @@ class ZmpEstimatorNode(Node):
         if silent:
             return STALE, (f"{'; '.join(silent)} (timeout {1e-9 * self.sensor_timeout_ns:.3f} s): "
                            "no ZMP")
-        if self._frame_error is not None:
-            return ERROR, self._frame_error
+        period = self._period
+        dropped, produced = period["dropped"], period["published"]
+        if dropped == 0 and produced == 0 and period["unpaired"] > 0 and self.sensor_type == "ft":
+            tolerance = 1e-9 * self.sync.tolerance_ns
+            return ERROR, (f"no ZMP: {period['unpaired']} foot samples did not pair (the feet's "
+                           f"stamps differ by more than sync_tolerance {tolerance:.4f} s)")
+        if dropped and self._drop_reason is not None:
+            level, reason = self._drop_reason
+            if produced == 0:
+                return max(level, ERROR), f"no ZMP: {dropped} samples dropped: {reason}"
+            return max(level, WARN), f"{dropped} samples dropped ({produced} ZMPs): {reason}"
         out = self.last_output
         if out is None:
             return WARN, "no ZMP yet (waiting for joint states)"
@@ -515,9 +606,10 @@ class ZmpEstimatorNode(Node):
 
     def publish_diagnostics(self) -> None:
         """Publish the node's status on /diagnostics."""
+        self._take_parameters()
         level, message = self.diagnostics_status()
         values: dict[str, Any] = dict(self.counts)
-        values["dropped_unpaired"] = self.sync.dropped
+        values["dropped_unpaired"] = self.sync.dropped + self.pairer.dropped
         out = self.last_output
         if out is not None:
             for side in SIDES:
@@ -527,7 +619,8 @@ class ZmpEstimatorNode(Node):
                 values["margin_m"] = out.margin
         self.pub_diag.publish(diagnostic_array(self, [diagnostic_status(
             f"{NODE_NAME}: ZMP", level, message, values, hardware_id=self.sensor_type)]))
-        self._frame_error = None
+        self._period = {"dropped": 0, "published": 0, "unpaired": 0}
+        self._drop_reason = None
 
     def _zero(self, sides: Sequence[str], request: Trigger.Request,
               response: Trigger.Response) -> Trigger.Response:

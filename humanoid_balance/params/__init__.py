@@ -25,11 +25,14 @@ from typing import Any
 
 from humanoid_balance.exceptions import ConfigurationError as ParameterError
 
-__all__ = ["Param", "ParamSpec", "SPEC_NODES", "spec_for"]
+__all__ = ["SPEC_NODES", "Param", "ParamSpec", "spec_for"]
 
 #: Nodes with a spec module ``humanoid_balance.params.<name>`` exporting ``SPEC``.
 SPEC_NODES = ("zmp_estimator", "arm_balance", "waist_controller", "identification_executor",
               "mujoco_sim")
+
+#: why a lifecycle node refuses a read-only parameter once configured (after its name)
+READ_AT_CONFIGURE = "is read at configure: deactivate, clean up and configure again to change it"
 
 _KINDS = ("bool", "int", "float", "str", "bool[]", "int[]", "float[]", "str[]")
 
@@ -233,16 +236,16 @@ class ParamSpec:
         return {n: self._by_name[n].coerce(v) for n, v in values.items()}
 
     def changes(self, current: Mapping[str, Any], updates: Mapping[str, Any], *,
-                configured: bool) -> str | None:
+                configured: bool, read_only_reason: str = READ_AT_CONFIGURE) -> str | None:
         """Why ``updates`` cannot be applied now, or None: each value valid, read-only
-        parameters refused once configured, and the merged set consistent."""
+        parameters refused once configured (``read_only_reason`` after the name), and the
+        merged set consistent."""
         for name, value in updates.items():
             problem = self.validate(name, value)
             if problem:
                 return problem
             if configured and not self._by_name[name].dynamic:
-                return (f"{name} is read at configure: deactivate, clean up and configure again "
-                        "to change it")
+                return f"{name} {read_only_reason}"
         return self.validate_all({**current, **updates})
 
     # --- files ----------------------------------------------------------------------------
@@ -302,7 +305,11 @@ def _yaml_value(value: Any) -> str:
     if isinstance(value, str):
         return '""' if value == "" else _quote(value)
     if isinstance(value, float):
-        return repr(value)
+        text = repr(value)
+        mantissa, _, exponent = text.partition("e")
+        if exponent and "." not in mantissa:  # YAML 1.1 reads 5e-05 as a string, 5.0e-05 as a float
+            text = f"{mantissa}.0e{exponent}"
+        return text
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
     return str(value)

@@ -18,7 +18,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.params import READ_AT_CONFIGURE, Param, ParamSpec
 
 __all__ = ["NodeParameters"]
 
@@ -42,16 +42,19 @@ class NodeParameters:
     from then on only dynamic ones may change. ``extra_check(name, value,
     values)`` may refuse a change for a reason that depends on the node's
     state (for example a row that does not apply in the configured mode).
+    ``read_only_reason`` follows a read-only parameter's name in the refusal once
+    configured (a node that is not a lifecycle node says how it is changed instead).
     """
 
     def __init__(self, node: Node, spec: ParamSpec, *,
                  configured: Callable[[], bool] = lambda: False,
-                 extra_check: Callable[[str, Any, Mapping[str, Any]], str | None] | None = None
-                 ) -> None:
+                 extra_check: Callable[[str, Any, Mapping[str, Any]], str | None] | None = None,
+                 read_only_reason: str = READ_AT_CONFIGURE) -> None:
         self.node = node
         self.spec = spec
         self._configured = configured
         self._extra_check = extra_check
+        self._read_only_reason = read_only_reason
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}
         self.values: dict[str, Any] = {}
@@ -94,7 +97,8 @@ class NodeParameters:
                 if problem:
                     return SetParametersResult(successful=False, reason=problem)
             return SetParametersResult(successful=True)
-        problem = self.spec.changes(current, updates, configured=True)
+        problem = self.spec.changes(current, updates, configured=True,
+                                    read_only_reason=self._read_only_reason)
         if problem is None and self._extra_check is not None:
             merged = {**current, **{n: self.spec[n].coerce(v) for n, v in updates.items()}}
             for name, value in updates.items():

@@ -138,7 +138,7 @@ def test_contact_detector_refuses_bad_thresholds() -> None:
 
 
 def _feet() -> dict[str, FootGeometry]:
-    return {side: FootGeometry(sensor_in_sole=_translation(0, 0, 0.05), sole_corners=SOLE)
+    return {side: FootGeometry(sensor_in_sole=_translation(0, 0, 0.05), contact_points=SOLE)
             for side in ("left", "right")}
 
 

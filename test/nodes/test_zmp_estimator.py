@@ -23,6 +23,8 @@ pytestmark = pytest.mark.ros
 
 SIDES = ("left", "right")
 SOLE = np.array([[0.11, 0.06], [-0.11, 0.06], [-0.11, -0.06], [0.11, -0.06]])
+#: the FSR pads, where the feet touch the ground: the support polygon's points (core/support.py)
+PADS = np.array([[0.09, 0.05], [0.09, -0.05], [-0.09, 0.05], [-0.09, -0.05]])
 G = 9.81
 
 
@@ -194,24 +196,24 @@ def test_double_support_zmp_is_the_force_weighted_mean_of_the_feet(harness: Any)
 
 
 def test_double_support_polygon_and_margin(harness: Any) -> None:
-    """The polygon is the hull of both soles' corners and the margin is the ZMP's distance to its edge."""
+    """The polygon is the hull of both feet's pads and the margin is the ZMP's distance to its edge."""
     h = harness()
     h.run({"left": sensor_wrench("left", (0.0, 0.0), 250.0),
            "right": sensor_wrench("right", (0.05, 0.0), 250.0)}, 10)
     h.settle(0.1)
-    corners = np.vstack([(SOLES[s] @ np.c_[SOLE, np.zeros(4), np.ones(4)].T).T[:, :2] for s in SIDES])
+    corners = np.vstack([(SOLES[s] @ np.c_[PADS, np.zeros(4), np.ones(4)].T).T[:, :2] for s in SIDES])
     hull = support_polygon(corners)
     polygon = np.array([[p.x, p.y] for p in h.polygons[-1].polygon.points])
     assert len(polygon) == 4
     assert sorted(map(tuple, np.round(polygon, 6))) == sorted(map(tuple, np.round(hull, 6)))
     zmp = _xy(h.zmp[-1])
-    # the hull of two 0.22 x 0.12 soles 0.4 m apart: the nearest edge is the front or the back one
-    assert h.margins[-1] == pytest.approx(min(0.11 - zmp[0], zmp[0] + 0.11), abs=1e-6)
+    # the hull of two feet's 0.18 x 0.10 pads 0.4 m apart: the nearest edge is the front or the back one
+    assert h.margins[-1] == pytest.approx(min(0.09 - zmp[0], zmp[0] + 0.09), abs=1e-6)
     assert h.margins[-1] == pytest.approx(stability_margin(zmp, hull), abs=1e-9)
 
 
 def test_one_foot_unloaded_gives_the_other_feet_zmp_and_polygon(harness: Any) -> None:
-    """Left foot lifted: ZMP = right foot's ZMP, polygon = right sole, margin to the right sole's edge."""
+    """Left foot lifted: ZMP = right foot's ZMP, polygon = right pads, margin to their hull's edge."""
     h = harness()
     point = (0.04, 0.02)
     h.run({"left": sensor_wrench("left", (0.0, 0.0), 0.0),
@@ -221,9 +223,9 @@ def test_one_foot_unloaded_gives_the_other_feet_zmp_and_polygon(harness: Any) ->
     np.testing.assert_allclose(zmp, world_point("right", point)[:2], atol=1e-9)
     np.testing.assert_allclose(_xy(h.foot["right"][-1]), zmp, atol=1e-12)
     polygon = np.array([[p.x, p.y] for p in h.polygons[-1].polygon.points])
-    right_corners = (SOLES["right"] @ np.c_[SOLE, np.zeros(4), np.ones(4)].T).T[:, :2]
+    right_corners = (SOLES["right"] @ np.c_[PADS, np.zeros(4), np.ones(4)].T).T[:, :2]
     assert sorted(map(tuple, np.round(polygon, 6))) == sorted(map(tuple, np.round(right_corners, 6)))
-    assert h.margins[-1] == pytest.approx(min(0.11 - point[0], 0.06 - point[1]), abs=1e-9)
+    assert h.margins[-1] == pytest.approx(min(0.09 - point[0], 0.05 - point[1]), abs=1e-9)
     assert not h.foot["left"], "a foot out of contact must not get a ZMP"
 
 
@@ -401,7 +403,7 @@ def test_unknown_sensor_type_is_refused(rclpy_context: Any) -> None:
 
 def test_stamps_going_back_restart_the_estimate(harness: Any) -> None:
     """Stamps jump 60 s back (a bag played again, a simulator reset): /zmp comes again from there."""
-    h = harness()
+    h = harness({"future_tolerance": 100.0})  # the first stamps are 60 s ahead of the node clock
     wrenches = {"left": sensor_wrench("left", (0.0, 0.0), 300.0),
                 "right": sensor_wrench("right", (0.0, 0.0), 300.0)}
     h.stamp_shift_ns = 60 * 10**9

@@ -90,17 +90,17 @@ def test_each_foot_zmp_is_its_loaded_point(
 
 def test_stability_margin_is_the_zmp_distance_to_the_support_polygon_edge(
         probe: Probe, zmp: RunningNode, feed: Callable[[FeedSpec], Feeder]) -> None:
-    """/zmp/stability_margin is the distance from the ZMP to the edge of the hull of both soles."""
+    """/zmp/stability_margin is the distance from the ZMP to the edge of the hull of both feet's pads."""
     from std_msgs.msg import Float64
 
-    from humanoid_balance.core.zmp import stability_margin, support_polygon
+    from humanoid_balance.core.support import convex_hull, signed_distance
 
     margins = probe.record(Float64, "/zmp/stability_margin")
     feed(standing_feed(RATE_HZ, LOADS))
     _feed_until(probe, margins, 50)
-    corners = [sole_point_in_world(side, (x, y))[:2] for side in LOADS
-               for x, y in ((0.11, 0.06), (-0.11, 0.06), (-0.11, -0.06), (0.11, -0.06))]
-    expected = stability_margin(expected_zmp()[:2], support_polygon(np.array(corners)))
+    pads = [sole_point_in_world(side, (x, y))[:2] for side in LOADS
+            for x, y in ((0.09, 0.05), (-0.09, 0.05), (-0.09, -0.05), (0.09, -0.05))]
+    expected = signed_distance(expected_zmp()[:2], convex_hull(np.array(pads)))
     assert margins.last.data == pytest.approx(expected, abs=1e-9)
 
 
