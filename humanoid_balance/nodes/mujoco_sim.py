@@ -27,26 +27,44 @@ wait ends, so the command of period ``t`` always acts from ``t`` on.
 ``real_time_factor`` still caps the speed. A run's result then depends on the
 nodes and not on how loaded the machine is.
 
-SIGINT and SIGTERM end the node with status 0: they only ask the spin loop to
-stop (``run_node(stop_signals=True)``), then the physics thread is stopped and
-joined before the context is shut down. Should the context go away first
-anyway (rclpy's own signal handlers, a launch system's shutdown), a publish
-that fails on the shut-down context ends the thread quietly.
+Joints whose commands stop hold (:mod:`humanoid_balance.sim.command_timeout`):
+``command_timeout`` s of simulation time after the last command naming a
+joint, its commanded velocity decelerates to rest at ``hold_deceleration``;
+``/diagnostics`` says which joints hold until their commands resume.
+Parameters: :mod:`humanoid_balance.params.mujoco_sim` (the dynamic ones apply
+between two physics steps).
+
+Stopping: SIGINT and SIGTERM end the node with status 0, at any moment. While
+the process still imports, they exit it at once
+(:mod:`humanoid_balance.nodes.quiet_start`); from ``run_node`` on they only
+ask the spin loop to stop, and the node's :meth:`MujocoSimNode.stop` then ends
+the physics thread before anything is destroyed. The physics thread makes
+every rclpy call (publish, log) under one lock and only while not stopped;
+``stop`` sets the flag, closes the lock-step wait, takes that lock once (so no
+call of the thread runs or starts after it) and joins the thread. rclpy's own
+shutdown path (``Context.shutdown`` destroys the node before the rcl context)
+goes through ``destroy_node`` and so through ``stop`` too. Should the context
+be shut down anyway under a running thread, its failed publish ends the thread
+quietly.
 """
 
 from __future__ import annotations
 
+# ruff: noqa: E402 (the signal handlers of the start-up come before the heavy imports)
+from humanoid_balance.nodes.quiet_start import exit_quietly_while_starting
+
+exit_quietly_while_starting(__name__, "mujoco_sim")
+
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
@@ -64,14 +82,15 @@ from humanoid_balance.nodes.common import (
     seconds_stamp,
     stamp_ns,
 )
+from humanoid_balance.params.mujoco_sim import MODELS, SPEC
+from humanoid_balance.params.ros import NodeParameters
 from humanoid_balance.resources import urdf_path as package_urdf_path
+from humanoid_balance.sim.command_timeout import CommandTimeout
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 from humanoid_balance.sim.lock_step import LockStepGate, parse_lock_step_topics
 from humanoid_balance.sim.robot import MujocoRobotSim
 
 NODE_NAME = "mujoco_sim"
-#: model -> default gravity [m/s^2]
-MODELS = {"humanoid": 9.81, "lunar_arm": 9.81, "space_robot": 0.0}
 #: wall s between republications of the t = 0 state while lock-step waits for its first answers
 STARTUP_REPUBLISH_S = 0.1
 #: wall s a lock-step simulation may run behind real_time_factor and still catch up; beyond
@@ -80,6 +99,10 @@ STARTUP_REPUBLISH_S = 0.1
 #: every period), with 50 ms 0.98, the same as free-running (2-core machine, shared: noisy)
 LOCK_STEP_SLACK_S = 0.05
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
+#: s :meth:`MujocoSimNode.stop` waits for the physics thread (a step and a publish take ~1 ms)
+JOIN_TIMEOUT_S = 1.0
+#: why a read-only parameter is refused once the node runs (after its name)
+READ_AT_START = "is read at start-up: restart the node to change it"
 
 
 def build_simulation(
@@ -124,88 +147,31 @@ class MujocoSimNode(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(NODE_NAME, **kwargs)  # type: ignore[arg-type]
-        d = ParameterDescriptor
-        self.declare_parameter("model", "humanoid", d(description=f"one of {sorted(MODELS)}"))
-        self.declare_parameter("urdf_path", "", d(description="URDF; empty: the package's"))
-        self.declare_parameter("gravity", -1.0,
-                               d(description="m/s^2; negative: the model's default"))
-        self.declare_parameter("timestep", 0.001, d(description="physics step, s"))
-        self.declare_parameter("real_time_factor", 1.0,
-                               d(description="sim time / wall time; 0 = as fast as possible"))
-        self.declare_parameter("publish_rate", 1000.0,
-                               d(description="sensor publishing rate, Hz (0 = every step)"))
-        self.declare_parameter("command_topics", ["/arm_balance/command", "/joint_commands"],
-                               d(description="sensor_msgs/JointState command topics"))
-        self.declare_parameter("sensor_noise", 0.0,
-                               d(description="noise scale: 0 noise-free, 1 nominal"))
-        self.declare_parameter("joint_friction", 0.0, d(description="Coulomb friction, N m"))
-        self.declare_parameter("friction", 0.3, d(description="foot-floor friction coefficient"))
-        self.declare_parameter("seed", 0)
-        self.declare_parameter("initial_joint_names", [""],
-                               d(description="joints to start away from zero"))
-        self.declare_parameter("initial_joint_positions", [0.0],
-                               d(description="their start positions, rad"))
-        self.declare_parameter("duration", 0.0,
-                               d(description="stop after this sim time, s (0 = run)"))
-        self.declare_parameter("lock_step", False,
-                               d(description="each publish period, wait for the answers on "
-                                             "lock_step_topics before stepping on"))
-        self.declare_parameter("lock_step_topics", [""],
-                               d(description="'topic:package/msg/Type' entries waited for (header "
-                                             "stamp >= the period's); empty: none"))
-        self.declare_parameter("lock_step_timeout", 1.0,
-                               d(description="wall s a period waits at most for its answers"))
-        self.declare_parameter("diagnostics_rate", 1.0, d(description="/diagnostics, Hz"))
-        self.declare_parameter("inclinometer_rate", 100.0,
-                               d(description="/waist/inclinometer, Hz (at most publish_rate; "
-                                             "0 = with every publish)"))
-        p = self.get_parameter
-        model = str(p("model").value)
-        gravity = float(p("gravity").value)
+        self._started = False
+        self.params = NodeParameters(self, SPEC, configured=lambda: self._started,
+                                     read_only_reason=READ_AT_START)
+        p = self.params.read()
+        model = str(p["model"])
         self.sim = build_simulation(
-            model, str(p("urdf_path").value) or None,
-            timestep=float(p("timestep").value),
-            gravity=None if gravity < 0 else gravity,
-            friction=float(p("friction").value),
-            joint_friction=float(p("joint_friction").value),
-            sensor_noise=float(p("sensor_noise").value),
-            seed=int(p("seed").value),
-        )
+            model, p["urdf_path"] or None, timestep=p["timestep"],
+            gravity=None if p["gravity"] < 0 else p["gravity"], friction=p["friction"],
+            joint_friction=p["joint_friction"], sensor_noise=p["sensor_noise"], seed=p["seed"])
         self.humanoid = self.sim if isinstance(self.sim, HumanoidSim) else None
-        names = [n for n in p("initial_joint_names").value if n]
-        positions = list(p("initial_joint_positions").value)
+        names = [n for n in p["initial_joint_names"] if n]
         if names:
-            if len(positions) != len(names):
-                raise HumanoidBalanceError(
-                    f"initial_joint_names has {len(names)} names but initial_joint_positions "
-                    f"{len(positions)} values")
-            self.sim.reset(dict(zip(names, (float(v) for v in positions), strict=True)))
-        self.real_time_factor = float(p("real_time_factor").value)
-        lock_topics = parse_lock_step_topics(list(p("lock_step_topics").value))
-        self.lock_step_timeout = float(p("lock_step_timeout").value)
-        if not np.isfinite(self.lock_step_timeout) or self.lock_step_timeout <= 0:
-            raise ConfigurationError(
-                f"lock_step_timeout={self.lock_step_timeout} must be finite and > 0 (s of wall time)")
-        diagnostics_rate = float(p("diagnostics_rate").value)
-        if not np.isfinite(diagnostics_rate) or diagnostics_rate <= 0:
-            raise ConfigurationError(f"diagnostics_rate={diagnostics_rate} must be finite and > 0 (Hz)")
+            self.sim.reset(dict(zip(names, p["initial_joint_positions"], strict=True)))
+        self.real_time_factor = float(p["real_time_factor"])
+        lock_topics = parse_lock_step_topics(list(p["lock_step_topics"]))
+        self.lock_step_timeout = float(p["lock_step_timeout"])
         #: the lock-step wait (None: free-running)
-        self.gate = LockStepGate([t.topic for t in lock_topics]) \
-            if bool(p("lock_step").value) else None
+        self.gate = LockStepGate([t.topic for t in lock_topics]) if p["lock_step"] else None
         self._waiting_for: list[str] = []
-        rate = float(p("publish_rate").value)
+        rate = float(p["publish_rate"])
         self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
-        inclinometer_rate = float(p("inclinometer_rate").value)
-        if not np.isfinite(inclinometer_rate) or inclinometer_rate < 0:
-            raise ConfigurationError(f"inclinometer_rate={inclinometer_rate} must be finite and >= 0 "
-                                     "(Hz; 0 = with every publish)")
-        # a tilt sensor's rate (the waist's outer loop runs at 50 Hz): every Nth publish, so
-        # that a waist controller does not spend its time on 1 kHz of samples it cannot use
-        self.inclinometer_every = self.publish_every * max(1, round(
-            1.0 / (inclinometer_rate * self.sim.timestep * self.publish_every))) \
-            if inclinometer_rate > 0 else self.publish_every
-        self.duration = float(p("duration").value)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.inclinometer_every = self._inclinometer_every(p["inclinometer_rate"])
+        self.duration = float(p["duration"])
+        self.timeout = CommandTimeout(self.sim.joint_names, timeout_s=p["command_timeout"],
+                                      deceleration_rad_s2=p["hold_deceleration"])
 
         qos = QoSProfile(depth=10)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
@@ -227,7 +193,9 @@ class MujocoSimNode(Node):
         self._pending: list[tuple[list[str], np.ndarray | None, np.ndarray | None]] = []
         self.commands_applied = 0
         self.commands_rejected = 0
-        command_topics = [str(t) for t in p("command_topics").value if t]
+        #: why the newest rejected command was rejected ("" : none yet)
+        self.last_rejection = ""
+        command_topics = [str(t) for t in p["command_topics"] if t]
         for topic in command_topics:
             self.create_subscription(JointState, topic, self._command_callback(topic), qos)
         if self.gate is not None:
@@ -252,9 +220,12 @@ class MujocoSimNode(Node):
         self._raw_imu = cdr.imu_writer("waist_plate", angular_velocity_covariance=not_provided,
                                        linear_acceleration_covariance=not_provided)
         self._stop = threading.Event()
+        #: held by the physics thread around each of its rclpy calls (see the module docstring)
+        self._rclpy_lock = threading.Lock()
         self.finished = threading.Event()
-        self._report = (time.monotonic(), self.sim.time, 0)  # wall, sim time, misses at last report
-        self._diag_timer = self.create_timer(1.0 / diagnostics_rate, self._publish_diagnostics)
+        # wall, sim time, lock-step misses, rejected commands at the last report
+        self._report = (time.monotonic(), self.sim.time, 0, 0)
+        self._diag_timer = self.create_timer(1.0 / p["diagnostics_rate"], self._publish_diagnostics)
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_physics", daemon=True)
         lock = "free-running" if self.gate is None else \
             f"lock-step on {list(self.gate.topics)} (timeout {self.lock_step_timeout:g} s)"
@@ -262,27 +233,37 @@ class MujocoSimNode(Node):
             f"simulating {model} ({len(self.sim.joint_names)} joints), gravity "
             f"{-self.sim.model.opt.gravity[2]:.3f} m/s^2, dt {self.sim.timestep} s, "
             f"real-time factor {self.real_time_factor or 'max'}, publishing every "
-            f"{self.publish_every} step(s), {lock}")
+            f"{self.publish_every} step(s), {lock}, command timeout "
+            f"{self.timeout.timeout_s:g} s")
+        self._started = True
         self._thread.start()
 
     # --- parameters and commands ----------------------------------------------
 
-    def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
-        for param in params:
-            if param.name == "real_time_factor":
-                value = float(param.value)
-                if not np.isfinite(value) or value < 0:
-                    return SetParametersResult(
-                        successful=False, reason=f"real_time_factor={value} must be >= 0")
-                self.real_time_factor = value
-            elif param.name in ("model", "timestep", "urdf_path", "gravity", "sensor_noise",
-                                "joint_friction", "friction", "seed", "command_topics",
-                                "publish_rate", "inclinometer_rate", "lock_step", "lock_step_topics",
-                                "lock_step_timeout", "diagnostics_rate"):
-                return SetParametersResult(
-                    successful=False,
-                    reason=f"{param.name} is read at start only: restart the node")
-        return SetParametersResult(successful=True)
+    def _inclinometer_every(self, rate_hz: float) -> int:
+        """Steps between two inclinometer samples at ``rate_hz`` (0: every publish).
+
+        A tilt sensor's rate (the waist's outer loop runs at 50 Hz): every Nth publish, so
+        that a waist controller does not spend its time on 1 kHz of samples it cannot use.
+        """
+        if rate_hz <= 0:
+            return self.publish_every
+        return self.publish_every * max(1, round(
+            1.0 / (rate_hz * self.sim.timestep * self.publish_every)))
+
+    def _apply_parameters(self, changes: Mapping[str, Any]) -> None:
+        """Dynamic parameter changes accepted by the spec; called between two physics steps."""
+        if "real_time_factor" in changes:
+            self.real_time_factor = float(changes["real_time_factor"])
+        if "lock_step_timeout" in changes:
+            self.lock_step_timeout = float(changes["lock_step_timeout"])
+        if "inclinometer_rate" in changes:
+            self.inclinometer_every = self._inclinometer_every(float(changes["inclinometer_rate"]))
+        if "command_timeout" in changes or "hold_deceleration" in changes:
+            self.timeout.configure(timeout_s=changes.get("command_timeout"),
+                                   deceleration_rad_s2=changes.get("hold_deceleration"))
+        self._log("info", "parameters changed: " + ", ".join(
+            f"{name}={value!r}" for name, value in changes.items()))
 
     def _command_callback(self, topic: str) -> Callable[[JointState], None]:
         """The callback of command topic ``topic`` (also the lock-step answer when it is one)."""
@@ -332,6 +313,7 @@ class MujocoSimNode(Node):
                         problem = f"a command has a non-finite {label}"
         if problem is not None:
             self.commands_rejected += 1
+            self.last_rejection = problem
             self.get_logger().warning(f"{problem}: command ignored", throttle_duration_sec=1.0)
             return
         with self._lock:
@@ -343,31 +325,56 @@ class MujocoSimNode(Node):
         """Neither stopped nor shut down (SIGINT, SIGTERM)."""
         return not self._stop.is_set() and self.context.ok()
 
+    def _ros(self, call: Callable[[], object]) -> bool:
+        """Run ``call`` (an rclpy call of the physics thread) unless the node is stopping.
+
+        Under :attr:`_rclpy_lock`: once :meth:`stop` took that lock, no call runs or
+        starts. A call that fails because the context went away anyway stops the thread.
+
+        Returns:
+            False when the node is stopping (the call did not run or failed for that).
+        """
+        with self._rclpy_lock:
+            if not self._running():
+                return False
+            try:
+                call()
+            except Exception as exc:
+                if self._running() and not shut_down_by(self, exc):
+                    raise
+                self._stop.set()
+                return False
+        return True
+
+    def _log(self, level: str, text: str, throttle_s: float = 0.0) -> None:
+        """Log from the physics thread (nothing once the node is stopping)."""
+        def call() -> None:
+            logger = self.get_logger()
+            log = logger.warning if level == "warning" else (
+                logger.error if level == "error" else logger.info)
+            if throttle_s > 0:
+                log(text, throttle_duration_sec=throttle_s)
+            else:
+                log(text)
+
+        self._ros(call)
+
     def _run(self) -> None:
         sim_t0 = self.sim.time
         try:
             if self._wait_for_start():
                 self._simulate()
         except HumanoidBalanceError as exc:
-            self.get_logger().error(f"simulation stopped: {exc}")
+            self._log("error", f"simulation stopped: {exc}")
         finally:
             self.finished.set()
-        if self.duration > 0 and self._running():
-            self.get_logger().info(f"ran {self.sim.time - sim_t0:.3f} s of simulation: done")
+        if self.duration > 0:
+            self._log("info", f"ran {self.sim.time - sim_t0:.3f} s of simulation: done")
 
     def _publish_or_stop(self) -> int | None:
-        """Publish the sensors; their stamp, ns, or None when the node is shutting down.
-
-        A publish fails once SIGINT or SIGTERM shut the context down (rclpy's signal
-        handler does so while this thread runs): that ends the thread quietly.
-        """
+        """Publish the sensors; their stamp, ns, or None when the node is stopping."""
         stamp = seconds_stamp(self.sim.time)
-        try:
-            self._publish(stamp)
-        except Exception as exc:
-            if self._running() and not shut_down_by(self, exc):
-                raise
-            self._stop.set()
+        if not self._ros(lambda: self._publish(stamp)):
             return None
         return stamp_ns(stamp)
 
@@ -390,15 +397,14 @@ class MujocoSimNode(Node):
                 return False
             self._waiting_for = late
             if not late:
-                self.get_logger().info(f"lock-step: every topic answered; time runs from "
-                                       f"t = {self.sim.time:.3f} s")
+                self._log("info", f"lock-step: every topic answered; time runs from "
+                                  f"t = {self.sim.time:.3f} s")
                 return True
             if not logged:
                 logged = True
-                self.get_logger().info(
-                    f"lock-step: waiting for a first message on {late} before time runs (the "
-                    f"t = {self.sim.time:.3f} s state and /clock are republished every "
-                    f"{STARTUP_REPUBLISH_S:g} s)")
+                self._log("info", f"lock-step: waiting for a first message on {late} before time "
+                                  f"runs (the t = {self.sim.time:.3f} s state and /clock are "
+                                  f"republished every {STARTUP_REPUBLISH_S:g} s)")
         return False
 
     def _apply_pending(self) -> None:
@@ -407,21 +413,28 @@ class MujocoSimNode(Node):
         for names, position, velocity in pending:
             try:
                 self.sim.set_targets(names, position, velocity)
+                self.timeout.commanded(names, self.sim.time)
                 self.commands_applied += 1
             except HumanoidBalanceError as exc:  # checked on receipt; belt and braces
                 self.commands_rejected += 1
-                self.get_logger().warning(f"{exc}", throttle_duration_sec=1.0)
+                self.last_rejection = str(exc)
+                self._log("warning", str(exc), throttle_s=1.0)
 
     def _simulate(self) -> None:
         """Step, publish every ``publish_every`` steps (and wait in lock-step), pace to real time."""
         sim, gate = self.sim, self.gate
         wall0 = time.perf_counter()
-        sim_t0 = sim.time
+        sim_t0 = pace_t0 = sim.time  # pace_t0: when the factor in use took effect
+        rtf_in_use = self.real_time_factor
         steps = 0
         # free-running catches up to 0.5 s of lag; lock-step never runs faster than the factor
         behind_limit = 0.5 if gate is None else LOCK_STEP_SLACK_S
         while self._running():
+            changes = self.params.take_pending()
+            if changes:
+                self._apply_parameters(changes)
             self._apply_pending()
+            self.timeout.step(sim, sim.time)
             sim.step()
             steps += 1
             if steps % self.publish_every == 0:
@@ -433,20 +446,24 @@ class MujocoSimNode(Node):
                     if gate.closed:
                         return
                     if late:
-                        self.get_logger().warning(
-                            f"lock-step: no answer on {late} for t = {t_ns * 1e-9:.3f} s within "
-                            f"lock_step_timeout={self.lock_step_timeout:g} s: stepping on "
-                            f"(misses: {sum(gate.misses.values())})", throttle_duration_sec=1.0)
+                        self._log("warning",
+                                  f"lock-step: no answer on {late} for t = {t_ns * 1e-9:.3f} s "
+                                  f"within lock_step_timeout={self.lock_step_timeout:g} s: "
+                                  f"stepping on (misses: {sum(gate.misses.values())})",
+                                  throttle_s=1.0)
                     self._apply_pending()  # the answers of this period act from now on
             if self.duration > 0 and sim.time - sim_t0 >= self.duration:
                 return
             rtf = self.real_time_factor
+            if rtf != rtf_in_use:  # a new factor paces from here on
+                rtf_in_use = rtf
+                wall0, pace_t0 = time.perf_counter(), sim.time
             if rtf > 0:
-                ahead = (sim.time - sim_t0) / rtf - (time.perf_counter() - wall0)
+                ahead = (sim.time - pace_t0) / rtf - (time.perf_counter() - wall0)
                 if ahead > 0.0005:
                     self._stop.wait(ahead)
                 elif ahead < -behind_limit:  # behind: do not try to catch up
-                    wall0 = time.perf_counter() - (sim.time - sim_t0) / rtf
+                    wall0 = time.perf_counter() - (sim.time - pace_t0) / rtf
 
     def _publish(self, stamp: TimeMsg) -> None:
         ns = stamp.sec * 1_000_000_000 + stamp.nanosec
@@ -472,14 +489,18 @@ class MujocoSimNode(Node):
             self.pub_cop.publish(self._raw_point.write(ns, float(cop[0]), float(cop[1]), float(cop[2])))
 
     def _publish_diagnostics(self) -> None:
-        """Speed, commands and (lock-step) late answers on /diagnostics."""
+        """Speed, commands, holds and (lock-step) late answers on /diagnostics."""
         wall, sim_time = time.monotonic(), self.sim.time
-        last_wall, last_sim, last_misses = self._report
+        last_wall, last_sim, last_misses, last_rejected = self._report
+        holding = self.timeout.holding
         values: dict[str, object] = {
             "sim_time_s": sim_time,
             "real_time_factor": (sim_time - last_sim) / max(wall - last_wall, 1e-9),
             "commands_applied": self.commands_applied,
             "commands_rejected": self.commands_rejected,
+            "command_age_s": self.timeout.age_s(sim_time),
+            "holding": ",".join(holding) or "none",
+            "holds": self.timeout.holds,
             "lock_step": self.gate is not None,
         }
         level, message = OK, "finished" if self.finished.is_set() else "running"
@@ -492,13 +513,24 @@ class MujocoSimNode(Node):
                 values[f"misses {topic}"] = count
             if gate.periods == 0 and self._waiting_for:
                 message = f"lock-step: waiting for a first message on {self._waiting_for}"
-            elif misses > last_misses:
-                late = [t for t, n in gate.misses.items() if n]
-                level = WARN
-                message = (f"lock-step: {misses - last_misses} late answer(s) since the last "
-                           f"report on {late} (total {misses}): the simulation went on after "
-                           f"lock_step_timeout={self.lock_step_timeout:g} s")
-        self._report = (wall, sim_time, misses)
+        problems = []
+        if gate is not None and misses > last_misses:
+            late = [t for t, n in gate.misses.items() if n]
+            problems.append(f"lock-step: {misses - last_misses} late answer(s) since the last "
+                            f"report on {late} (total {misses}): the simulation went on after "
+                            f"lock_step_timeout={self.lock_step_timeout:g} s")
+        if holding:
+            problems.append(f"commands timed out: no command for more than "
+                            f"{self.timeout.timeout_s:g} s on {list(holding)}: holding "
+                            f"(decelerating at {self.timeout.deceleration_rad_s2:g} rad/s^2 to "
+                            "rest) until their commands resume")
+        rejected = self.commands_rejected
+        if rejected > last_rejected:
+            problems.append(f"{rejected - last_rejected} command(s) ignored since the last "
+                            f"report, the newest because {self.last_rejection}")
+        if problems:
+            level, message = WARN, "; ".join(problems)
+        self._report = (wall, sim_time, misses, rejected)
         status = diagnostic_status(NODE_NAME, level, message, values)
         try:
             self.pub_diag.publish(diagnostic_array(self, [status]))
@@ -507,12 +539,16 @@ class MujocoSimNode(Node):
                 raise
 
     def stop(self) -> None:
-        """Stop the physics thread and wait for it."""
+        """Stop the physics thread: no rclpy call of it runs or starts after this; join it."""
         self._stop.set()
         if self.gate is not None:
             self.gate.close()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
+        if self._thread is threading.current_thread():
+            return
+        with self._rclpy_lock:  # a publish or log of the thread under way ends first
+            pass
+        if self._thread.is_alive():
+            self._thread.join(timeout=JOIN_TIMEOUT_S)
 
     def destroy_node(self) -> None:
         """Stop the physics, then destroy the node."""

@@ -71,6 +71,19 @@ def load_spec(urdf_path: Path) -> mujoco.MjSpec:
         raise ModelFileError(str(urdf_path), f"MuJoCo cannot load it ({exc})") from exc
 
 
+def _urdf_velocity_limits(urdf_path: Path, joints: Sequence[str]) -> np.ndarray:
+    """The ``<limit velocity>`` of each joint [rad/s] (inf where the URDF gives none)."""
+    import xml.etree.ElementTree as ET
+
+    limits: dict[str, float] = {}
+    for joint in ET.parse(urdf_path).getroot().iter("joint"):
+        limit = joint.find("limit")
+        value = limit.get("velocity") if limit is not None else None
+        if value is not None and float(value) > 0:
+            limits[str(joint.get("name"))] = float(value)
+    return np.array([limits.get(n, np.inf) for n in joints])
+
+
 class MujocoRobotSim:
     """A URDF robot with servoed joints.
 
@@ -152,6 +165,7 @@ class MujocoRobotSim:
         limited = m.jnt_limited[jid].astype(bool)
         self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
         self._upper = np.where(limited, m.jnt_range[jid, 1], np.inf)
+        self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
         self.total_mass = float(np.sum(m.body_mass))
         self._target_q = np.zeros(len(self.joint_names))
         self._target_qd = np.zeros(len(self.joint_names))
@@ -216,7 +230,8 @@ class MujocoRobotSim:
         """Servo targets by joint name: positions [rad] and/or velocities [rad/s].
 
         A velocity without a position moves the position target along with it
-        (integrated every step). Targets are clipped to the joint limits.
+        (integrated every step). Targets are clipped to the joint limits, velocities
+        to the URDF's velocity limits (as the drives would).
 
         Raises:
             UnknownJointError: a name is not a joint of the model (nothing is applied).
@@ -235,9 +250,31 @@ class MujocoRobotSim:
         if positions is not None:
             self._target_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
         if velocities is not None:
-            self._target_qd[idx] = np.asarray(velocities, dtype=float)
+            limit = self.velocity_limit_rad_s[idx]
+            self._target_qd[idx] = np.clip(np.asarray(velocities, dtype=float), -limit, limit)
         elif positions is not None:
             self._target_qd[idx] = 0.0
+
+    @property
+    def target_velocities(self) -> np.ndarray:
+        """The commanded velocity of every joint [rad/s] (a copy, in :attr:`joint_names` order)."""
+        return self._target_qd.copy()
+
+    def brake_targets(self, joints: np.ndarray, max_change_rad_s: float) -> None:
+        """Bring the commanded velocities of ``joints`` toward rest by at most ``max_change_rad_s``.
+
+        The position targets keep integrating the remaining velocity, so a joint
+        braked every step by ``deceleration * timestep`` decelerates at that rate
+        and comes to rest where its velocity ran out (no step in the command).
+
+        Args:
+            joints: a boolean mask over :attr:`joint_names`, or their indices.
+            max_change_rad_s: the largest change of each velocity [rad/s], >= 0.
+        """
+        if not np.isfinite(max_change_rad_s) or max_change_rad_s < 0:
+            raise InvalidInputError(f"max_change_rad_s={max_change_rad_s} must be finite and >= 0")
+        qd = self._target_qd[joints]
+        self._target_qd[joints] = np.sign(qd) * np.maximum(np.abs(qd) - max_change_rad_s, 0.0)
 
     def _apply_targets(self) -> None:
         self.data.ctrl[:] = self._target_q + self._kv_over_kp * self._target_qd

@@ -5,17 +5,23 @@ its nominal rate (zmp_estimator fed both feet at 1 kHz, arm_balance active at
 500 Hz on 1 kHz joint states, waist_controller active with its simulated
 drives, identification_executor running a sweep, mujoco_sim at 1 kHz), checks
 that its outputs flow to the probe, sends the signal and checks the exit:
-status 0, within 2 s, no traceback (issue 10).
+status 0, within 2 s, no traceback (issue 10). ``mujoco_sim`` is also stopped
+at many moments of its start-up (imports, constructor, first steps, the
+lock-step wait for first answers).
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from process_harness import (
+    EXIT_LIMIT_S,
     OUTPUT_TIMEOUT_S,
+    READY_TIMEOUT_S,
     SIGNALS,
     Feeder,
     FeedSpec,
@@ -25,6 +31,7 @@ from process_harness import (
     arm_feed,
     bring_up,
     describe,
+    exit_table,
     exited_cleanly,
     lunar_arm_feed,
     standing_feed,
@@ -32,6 +39,7 @@ from process_harness import (
 )
 
 from humanoid_balance.graph import NODES, SIM_WAIST_JOINT_STATES, GraphNode, robot_graph, sim_graph
+from humanoid_balance.processes import ExitReport, NodeProcess
 
 pytestmark = pytest.mark.ros
 
@@ -133,3 +141,55 @@ def test_signal_at_full_rate_ends_the_node_cleanly(
     print(f"{name}: {rate:.0f} messages/s received before {signal_name}; exit in "
           f"{report.seconds:.3f} s, status {report.returncode}")
     assert exited_cleanly(report), describe(report)
+
+
+# --- mujoco_sim: a signal at any moment of its start-up ---------------------------------------------
+
+#: mujoco_sim processes stopped during their start-up, and how many run at once
+START_UP_RUNS = 30
+START_UP_BATCH = 3
+#: s after the process's own signal handlers are in place over which the signals are spread:
+#: imports (about 1 s), the constructor and model, the first physics steps and publishes (the
+#: lock-step runs: the republished t = 0 state), reachable and running
+START_UP_SPAN_S = 2.5
+
+
+def _handles_sigterm(pid: int) -> bool:
+    """The process catches SIGTERM (Python leaves it at its default: the node's own code runs)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def _stop_during_start_up(node: GraphNode, delay_s: float, sig: int, log: Path) -> ExitReport:
+    """Start ``node``, wait until its code handles signals, ``delay_s`` more, send ``sig``."""
+    process = NodeProcess(node, log_path=log)
+    end = time.monotonic() + READY_TIMEOUT_S
+    while not _handles_sigterm(process.pid) and process.alive() and time.monotonic() < end:
+        time.sleep(0.002)
+    time.sleep(delay_s)
+    return process.stop(sig, timeout=EXIT_LIMIT_S)
+
+
+@pytest.mark.slow
+def test_signal_during_start_up_ends_mujoco_sim_cleanly(tmp_path: Path) -> None:
+    """30 signals spread over mujoco_sim's start-up (free-running and lock-step): every exit clean."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    nodes = {lock: next(n for n in sim_graph(lock_step=lock) if n.name == "mujoco_sim")
+             for lock in (False, True)}
+    runs = [(i * START_UP_SPAN_S / (START_UP_RUNS - 1), i % 2 == 1,
+             (signal.SIGINT, signal.SIGTERM)[(i // 2) % 2]) for i in range(START_UP_RUNS)]
+    with ThreadPoolExecutor(START_UP_BATCH) as pool:
+        reports = list(pool.map(
+            lambda run: _stop_during_start_up(nodes[run[1]], run[0], run[2],
+                                              tmp_path / f"sim-{run[0]:.3f}-{run[1]}.log"), runs))
+    unclean = [f"{delay:.3f} s, lock_step {lock}, {signal.Signals(sig).name}: {describe(report)}"
+               for (delay, lock, sig), report in zip(runs, reports, strict=True)
+               if not exited_cleanly(report)]
+    print(exit_table({"mujoco_sim": [r.seconds for r in reports]},
+                     f"{START_UP_RUNS} signals during start-up: signal to exit, s"))
+    assert not unclean, f"{len(unclean)} unclean exits; the first:\n{unclean[0]}"

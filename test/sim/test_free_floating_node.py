@@ -37,7 +37,8 @@ def test_job_hand_moves_at_the_commanded_velocity_and_the_other_holds(rclpy_cont
 
     sim_time = [Parameter("use_sim_time", value=True)]
     sim = MujocoSimNode(context=rclpy_context, parameter_overrides=[
-        Parameter("model", value="space_robot"), Parameter("real_time_factor", value=0.5),
+        Parameter("model", value="space_robot"), Parameter("gravity", value=-1.0),
+        Parameter("real_time_factor", value=0.5),
         Parameter("publish_rate", value=500.0), Parameter("sensor_noise", value=0.0),
         Parameter("duration", value=3.0),
         Parameter("initial_joint_names", value=list(PAPER_ANGLES)),

@@ -1,0 +1,84 @@
+"""Parameters of ``mujoco_sim`` (the seed robots in MuJoCo behind the robot's topics).
+
+``mujoco_sim`` is not a lifecycle node: it reads every parameter at start-up,
+and from then on only the dynamic ones change. They apply between two
+physics steps: ``real_time_factor`` paces the next step, ``command_timeout``
+and ``hold_deceleration`` act on the next step's targets,
+``lock_step_timeout`` bounds the next period's wait, and ``inclinometer_rate``
+sets the next inclinometer sample. The others are refused with the reason (restart the node to change them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from humanoid_balance.params import Param, ParamSpec
+
+__all__ = ["MODELS", "SPEC", "YAML_HEADER"]
+
+#: model -> its default gravity [m/s^2] (``gravity`` < 0 picks it)
+MODELS: dict[str, float] = {"humanoid": 9.81, "lunar_arm": 9.81, "space_robot": 0.0}
+
+YAML_HEADER = """mujoco_sim: the simulated seed robots (ROS 2 parameter file).
+Gravity: Earth 9.81, Moon 1.635, Mars 3.71 m/s^2; a negative value takes the model's own
+(space_robot: 0). sensor_noise 1 is nominal: F/T 0.5 N and 0.05 N m, FSR 0.5 N, inclinometer
+0.02 deg. lock_step_topics entries are "topic:package/msg/Type" (header first), e.g.
+"/arm_balance/command:sensor_msgs/msg/JointState"."""
+
+
+def _gravity(value: Any) -> str | None:
+    return None if value >= 0.0 or value == -1.0 else (
+        f"gravity={value!r}: expected >= 0 m/s^2, or -1 for the model's default")
+
+
+def _consistent(values: Mapping[str, Any]) -> str | None:
+    names = [n for n in values["initial_joint_names"] if n]
+    positions = values["initial_joint_positions"]
+    if names and len(positions) != len(names):
+        return (f"initial_joint_names has {len(names)} names but initial_joint_positions "
+                f"{len(positions)} values: give one position per name")
+    if values["inclinometer_rate"] > values["publish_rate"] > 0:
+        return (f"inclinometer_rate={values['inclinometer_rate']:g} Hz exceeds "
+                f"publish_rate={values['publish_rate']:g} Hz: the inclinometer is sampled "
+                "with the sensors")
+    return None
+
+
+SPEC = ParamSpec("mujoco_sim", [
+    Param("model", "humanoid", "the robot: humanoid (seed 000, on a floor), lunar_arm (seed 004, "
+          "fixed base) or space_robot (seed 002, free floating)", choices=tuple(MODELS)),
+    Param("urdf_path", "", "the model's URDF (\"\": the package's)"),
+    Param("gravity", 9.81, "gravity along -z (-1: the model's default)", "m/s^2", maximum=100.0,
+          check=_gravity),
+    Param("timestep", 0.001, "physics step", "s", minimum=1e-5, maximum=0.01),
+    Param("real_time_factor", 1.0, "simulation time per wall time (0: as fast as possible)",
+          minimum=0.0, maximum=100.0, dynamic=True),
+    Param("publish_rate", 1000.0, "sensors and /clock (0: every step)", "Hz", minimum=0.0,
+          maximum=100000.0),
+    Param("command_topics", ["/arm_balance/command", "/joint_commands"],
+          "sensor_msgs/JointState command topics (position and/or velocity by joint name)"),
+    Param("sensor_noise", 1.0, "noise scale: 0 noise-free, 1 nominal", minimum=0.0, maximum=100.0),
+    Param("joint_friction", 0.0, "Coulomb friction of every joint", "N m", minimum=0.0),
+    Param("friction", 0.3, "foot-floor friction coefficient (seed 000)", minimum=0.0),
+    Param("seed", 0, "seed of the sensor noise", minimum=0),
+    Param("initial_joint_names", [""], "joints that start away from zero (\"\": none)"),
+    Param("initial_joint_positions", [0.0], "their start positions, one per name", "rad"),
+    Param("duration", 0.0, "stop after this much simulation time (0: run until shut down)", "s",
+          minimum=0.0),
+    Param("command_timeout", 0.2, "a joint whose last command is older (simulation time) holds: "
+          "its commanded velocity decelerates to rest at hold_deceleration", "s",
+          minimum=0.0, exclusive_minimum=True, maximum=60.0, dynamic=True),
+    Param("hold_deceleration", 5.0, "deceleration of a holding joint's commanded velocity",
+          "rad/s^2", minimum=0.0, exclusive_minimum=True, maximum=10000.0, dynamic=True),
+    Param("inclinometer_rate", 100.0, "/waist/inclinometer (a tilt sensor; the waist's outer "
+          "loop runs at 50 Hz; 0: with every publish)", "Hz", minimum=0.0, dynamic=True),
+    Param("diagnostics_rate", 1.0, "/diagnostics: speed, commands, holds, lock-step misses", "Hz",
+          minimum=0.0, exclusive_minimum=True, maximum=100.0),
+    Param("lock_step", False, "each publish period waits for the answers on lock_step_topics"),
+    Param("lock_step_topics", [""], "'topic:package/msg/Type' entries waited for (header stamp "
+          ">= the period's; \"\": none)"),
+    Param("lock_step_timeout", 1.0, "wall time a period waits at most for its answers, then "
+          "steps on and counts a miss", "s", minimum=0.0, exclusive_minimum=True, maximum=60.0,
+          dynamic=True),
+], cross_check=_consistent)
