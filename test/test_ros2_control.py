@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import yaml
@@ -22,14 +23,17 @@ KNOWN_TYPES = {
 }
 
 
-@pytest.fixture(scope="module")
-def example(repo_root) -> dict:
-    return yaml.safe_load((repo_root / "config" / "ros2_control_example.yaml").read_text())
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def urdf(repo_root) -> ET.Element:
-    return ET.parse(repo_root / "urdf" / "humanoid.urdf").getroot()
+def example() -> dict:
+    return yaml.safe_load((REPO / "config" / "ros2_control_example.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def urdf() -> ET.Element:
+    return ET.parse(REPO / "urdf" / "humanoid.urdf").getroot()
 
 
 def test_controllers_are_real_ros2_control_types(example: dict) -> None:

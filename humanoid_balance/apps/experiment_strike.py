@@ -16,26 +16,33 @@ from typing import Any
 import numpy as np
 
 from humanoid_balance.experiments.strike import (
+    PAPER_ROWS,
     ModelRun,
     StrikeResults,
     StrikeSettings,
     shift_series,
+    strike_settings,
 )
 from humanoid_balance.results import save_figure
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of the strike experiment."""
+    """Options of the strike experiment (values checked by :func:`strike_settings`)."""
     parser.add_argument("--out", type=Path, default=Path("results/strike"),
                         help="output folder (default results/strike)")
-    parser.add_argument("--speed", type=float, default=None,
+    parser.add_argument("--speed", default=None, metavar="M/S",
                         help="hand speed at the target, m/s (default the paper's 1.8)")
-    parser.add_argument("--rate", type=float, default=500.0,
+    parser.add_argument("--job-arm", default="right", metavar="right|left",
+                        help="the striking arm (default right, the paper's)")
+    parser.add_argument("--selection", default=",".join(PAPER_ROWS), metavar="Lx,Ly,...",
+                        help="momentum rows held at zero in the RMC runs, of Px,Py,Pz,Lx,Ly,Lz "
+                             "(default Lx,Ly, the paper's)")
+    parser.add_argument("--rate", default="500", metavar="HZ",
                         help="controller rate, Hz (default 500)")
-    parser.add_argument("--sweep-step", type=float, default=0.1,
+    parser.add_argument("--sweep-step", default="0.1", metavar="M/S",
                         help="speed step of the sweep 1.0..4.0 m/s (default 0.1)")
-    parser.add_argument("--sweep-sim-speeds", type=float, nargs="*", default=[2.5, 3.2, 4.0],
-                        help="speeds also run in MuJoCo during the sweep")
+    parser.add_argument("--sweep-sim-speeds", nargs="*", default=["2.5", "3.2", "4.0"],
+                        metavar="M/S", help="speeds also run in MuJoCo during the sweep")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -52,19 +59,20 @@ def _pyplot() -> Any:
 
 
 def _joint_figures(out: Path, rmc: ModelRun) -> list[Path]:
-    """Figs. 4-5: joint velocities and angles, job (right) vs aux (left) arm."""
+    """Figs. 4-5: joint velocities and angles, job vs aux arm."""
     plt = _pyplot()
     files = []
+    job, aux = (f"{kind} ({rmc.names[i].split('_', 1)[0]})" for kind, i in (("job", 0), ("aux", 7)))
     labels = [n.split("_", 1)[1] for n in rmc.names[:7]]
     for name, data, unit, title in (
             ("fig4_joint_velocities.png", np.rad2deg(rmc.velocity_rad_s), "deg/s",
-             "Fig. 4: joint velocities, job (right) vs aux (left) arm"),
+             f"Fig. 4: joint velocities, {job} vs {aux} arm"),
             ("fig5_joint_angles.png", np.rad2deg(rmc.position_rad), "deg",
-             "Fig. 5: joint angles, job (right) vs aux (left) arm")):
+             f"Fig. 5: joint angles, {job} vs {aux} arm")):
         fig, axes = plt.subplots(4, 2, figsize=(10, 10), sharex=True)
         for j, ax in enumerate(axes.flat[:7]):
-            ax.plot(rmc.times_s, data[:, j], label="job (right)")
-            ax.plot(rmc.times_s, data[:, 7 + j], "--", label="aux (left)")
+            ax.plot(rmc.times_s, data[:, j], label=job)
+            ax.plot(rmc.times_s, data[:, 7 + j], "--", label=aux)
             ax.set_title(labels[j], fontsize=9)
             ax.set_ylabel(unit)
             ax.grid(True, alpha=0.3)
@@ -87,7 +95,7 @@ def _momentum_figure(out: Path, rmc: ModelRun) -> Path:
         ax.set_title(comps[i], fontsize=9)
         ax.grid(True, alpha=0.3)
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle("Fig. 6: momentum about W, S = [Lx, Ly]")
+    fig.suptitle(f"Fig. 6: momentum about W, S = [{', '.join(rmc.selection)}]")
     return save_figure(fig, out / "fig6_momentum.png", dpi=90)
 
 
@@ -177,23 +185,38 @@ def plot(out: Path, results: StrikeResults) -> list[Path]:
 # --- the command ------------------------------------------------------------------
 
 
+def settings_from_args(args: argparse.Namespace) -> StrikeSettings:
+    """The experiment's settings from the command line (ConfigurationError: one line)."""
+    return strike_settings(speed=args.speed, rate_hz=args.rate, sweep_step=args.sweep_step,
+                           sweep_sim_speeds=args.sweep_sim_speeds, job_arm=args.job_arm,
+                           selection=args.selection)
+
+
+def _command(out: Path, settings: StrikeSettings) -> str:
+    """The command line that reproduces the run (the options that differ from the defaults)."""
+    parts = [f"humanoid-balance experiment strike --out {out}"]
+    if settings.speed_m_s is not None:
+        parts.append(f"--speed {settings.speed_m_s:g}")
+    if settings.job_arm != "right":
+        parts.append(f"--job-arm {settings.job_arm}")
+    if settings.selection != PAPER_ROWS:
+        parts.append(f"--selection {','.join(settings.selection)}")
+    return " ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the experiment; 0 when it ran (the figures say how it went)."""
     from humanoid_balance.experiments.strike import run_strike_experiment, sweep_text
     from humanoid_balance.experiments.strike_metrics import strike_metrics
     from humanoid_balance.results import write_results
 
+    settings = settings_from_args(args)  # before any work: a bad option fails at once
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    settings = StrikeSettings(speed_m_s=args.speed, rate_hz=float(args.rate),
-                              sweep_step_m_s=float(args.sweep_step),
-                              sweep_sim_speeds_m_s=tuple(float(v) for v in args.sweep_sim_speeds))
     results = run_strike_experiment(settings)
     metrics = strike_metrics(results)
     if not args.no_plots:
         plot(out, results)
     (out / "sweep.txt").write_text(sweep_text(results.sweep))
-    speed_arg = "" if args.speed is None else f" --speed {args.speed}"
-    write_results("strike", metrics, command=f"humanoid-balance experiment strike --out {out}"
-                  f"{speed_arg}", directory=out)
+    write_results("strike", metrics, command=_command(out, settings), directory=out)
     return 0

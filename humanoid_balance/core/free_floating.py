@@ -7,9 +7,10 @@ other hand holds still in inertial space; both through one RMRC solve with
 the generalized Jacobian ``J*`` of :mod:`humanoid_balance.core.gjm`
 (``qd = J*^+ xd``, the base's reaction ``v_b = -H_b^-1 H_bm qd`` included).
 
-Same interface as :class:`~humanoid_balance.core.rmc.RmcController` (``reset``,
-``step(RmcInput, dt) -> RmcOutput``, ``names``, ``commanded_positions``), so
-the node runs either. Every cycle:
+An :class:`~humanoid_balance.core.arm_controller.ArmController` (the
+``free_floating`` mode of ``arm_balance``): ``reset``, ``step(RmcInput, dt) ->
+FreeFloatingOutput``, ``names``, ``commanded_positions``; its output has no ground
+indicators (no ZMP, no friction: nothing touches the ground). Every cycle:
 
 1. ``q``: the measured base pose and the other joints, with the arms at their
    commanded positions (as in RMC).
@@ -28,9 +29,11 @@ the node runs either. Every cycle:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from humanoid_balance.core.arm_controller import ArmReport
 from humanoid_balance.core.gjm import (
     DEFAULT_MAX_CONDITION_NUMBER,
     DEFAULT_MIN_SINGULAR_VALUE,
@@ -41,16 +44,50 @@ from humanoid_balance.core.gjm import (
 )
 from humanoid_balance.core.joint_limits import JointLimits, VelocityBoxer
 from humanoid_balance.core.model import RobotModel
-from humanoid_balance.core.rmc import ARMS, BalanceIndicators, RmcInput, RmcOutput
+from humanoid_balance.core.rmc import ARMS, RmcInput
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
-
-_NO_GROUND = BalanceIndicators(
-    zmp_shift=np.full(2, np.nan), model_zmp=np.full(3, np.nan), normal_force=float("nan"),
-    lift_off_margin=float("nan"), slide_margin=float("nan"), turn_margin=float("nan"),
-    turn_torque=float("nan"), zmp_margin=float("nan"))
 
 #: Absolute tolerance [rad/s] under which a command equals the solution, or a bound.
 _AT_BOUND = 1e-12
+#: Default acceleration limit [rad/s^2] of the arm joints (no table for the space robot's joints).
+DEFAULT_ACCELERATION_LIMIT_RAD_S2 = 10.0
+
+
+@dataclass(frozen=True)
+class FreeFloatingOutput:
+    """One cycle of :class:`FreeFloatingArmController`.
+
+    Attributes:
+        names: joint names of the job arm then the other arm.
+        position: commanded joint positions [rad] at the end of the cycle.
+        velocity: commanded joint velocities [rad/s] for the cycle.
+        job_velocity: the job arm's joint velocities [rad/s].
+        other_velocity: the other arm's joint velocities [rad/s].
+        momentum: total ``[P; L]`` [N s, N m s] about the CoM in world axes
+            (conserved: zero from rest).
+        momentum_rate: ``d[P; L]/dt`` [N, N m] by differencing.
+        hand_velocities: achieved velocity rows of the job hand then the other hand
+            [m/s, rad/s].
+        twist_error: commanded minus achieved job twist (six rows; uncontrolled rows 0).
+        job_exact: the command is the unlimited ``J*^+`` solution.
+        saturated_joints: joints at a bound of their velocity box when limited.
+        acceleration_overridden: joints whose box ignored the acceleration limit.
+        sigma_min: smallest singular value of ``J*``.
+    """
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    job_velocity: np.ndarray
+    other_velocity: np.ndarray
+    momentum: np.ndarray
+    momentum_rate: np.ndarray
+    hand_velocities: np.ndarray
+    twist_error: np.ndarray
+    job_exact: bool
+    saturated_joints: tuple[str, ...]
+    acceleration_overridden: tuple[str, ...]
+    sigma_min: float
 
 
 class FreeFloatingArmController:
@@ -64,7 +101,7 @@ class FreeFloatingArmController:
         rows: the hand velocity rows controlled (``vx``, ``vy``, ``vz``, ``wx``, ``wy``,
             ``wz``); the planar space robot uses ``("vx", "vy")``.
         acceleration_limits: [rad/s^2] per arm joint (same order as the joints);
-            default 10 rad/s^2.
+            default :data:`DEFAULT_ACCELERATION_LIMIT_RAD_S2` for every joint.
         position_margin: [rad] kept from every position limit.
         min_singular_value, max_condition_number: dynamic-singularity thresholds
             (:func:`~humanoid_balance.core.gjm.is_singular`).
@@ -74,6 +111,11 @@ class FreeFloatingArmController:
             repeated or none) or thresholds.
         UnknownFrameError, UnknownJointError: a name the model does not have.
     """
+
+    twist_frame = "world"
+    momentum_frame = "world"
+    has_selection = False
+    needs_base_pose = True
 
     def __init__(
         self,
@@ -107,7 +149,8 @@ class FreeFloatingArmController:
         self.max_condition_number = float(max_condition_number)
         names = [n for arm in ARMS for n in self.arm_joints[arm]]
         lower, upper = model.position_limits(names)
-        accel = np.full(len(names), 10.0) if acceleration_limits is None else np.concatenate(
+        accel = np.full(len(names), DEFAULT_ACCELERATION_LIMIT_RAD_S2) \
+            if acceleration_limits is None else np.concatenate(
             [np.asarray(acceleration_limits[arm], dtype=float) for arm in ARMS])
         self._all_limits = JointLimits(tuple(names), lower, upper, model.velocity_limits(names),
                                        accel)
@@ -171,6 +214,30 @@ class FreeFloatingArmController:
         """Commanded arm positions [rad] (job, other), None before :meth:`reset`."""
         return None if self._q_cmd is None else self._q_cmd.copy()
 
+    @property
+    def arm_limits(self) -> JointLimits:
+        """Limits of both arms' joints in the order of :attr:`names`."""
+        return self._boxer.limits
+
+    def predicted_margin(self, out: FreeFloatingOutput) -> float | None:
+        """None: a floating robot has no support polygon."""
+        return None
+
+    def model_zmp(self, out: FreeFloatingOutput) -> np.ndarray | None:
+        """None: a floating robot has no ZMP."""
+        return None
+
+    def report(self, out: FreeFloatingOutput) -> ArmReport:
+        """Exactness, saturations and ``J*``'s smallest singular value; a warning when limited."""
+        values: dict[str, object] = dict(
+            job_exact=out.job_exact, sigma_min=out.sigma_min,
+            momentum_max=float(np.max(np.abs(out.momentum))),
+            saturated=",".join(out.saturated_joints) or "none",
+            acceleration_overridden=",".join(out.acceleration_overridden) or "none")
+        warning = None if out.job_exact else \
+            "joint limits slow the hands: " + ",".join(out.saturated_joints)
+        return ArmReport(values, warning)
+
     # --- control -----------------------------------------------------------------------
 
     def _check_q(self, q: np.ndarray) -> np.ndarray:
@@ -188,7 +255,7 @@ class FreeFloatingArmController:
             np.asarray(arm_velocities, dtype=float).copy()
         self._momentum_prev = None
 
-    def step(self, inputs: RmcInput, dt: float) -> RmcOutput:
+    def step(self, inputs: RmcInput, dt: float) -> FreeFloatingOutput:
         """One cycle: the job twist rows (zero for the other hand) -> both arms' commands.
 
         Raises:
@@ -246,14 +313,11 @@ class FreeFloatingArmController:
         rate = np.zeros(6) if self._momentum_prev is None else (momentum - self._momentum_prev) / dt
         self._momentum_prev = momentum
         n_job = len(self.job_names)
-        v_idx = self._v_index
         twist_error = np.zeros(6)
         twist_error[self._row_index] = xd[:k] - achieved[:k]
-        return RmcOutput(
+        return FreeFloatingOutput(
             names=self._names, position=self._q_cmd.copy(), velocity=command.copy(),
-            job_velocity=command[:n_job].copy(), aux_velocity=command[n_job:].copy(),
-            momentum=momentum, momentum_job=matrix[:, v_idx[:n_job]] @ command[:n_job],
-            momentum_aux=matrix[:, v_idx[n_job:]] @ command[n_job:], momentum_rate=rate,
-            selected_momentum=momentum, twist_error=twist_error, job_exact=exact,
-            balance_exact=True, saturated_joints=saturated, acceleration_overridden=overridden,
-            sigma_min=float(solution.singular_values.min()), damping=0.0, indicators=_NO_GROUND)
+            job_velocity=command[:n_job].copy(), other_velocity=command[n_job:].copy(),
+            momentum=momentum, momentum_rate=rate, hand_velocities=np.asarray(achieved).copy(),
+            twist_error=twist_error, job_exact=exact, saturated_joints=saturated,
+            acceleration_overridden=overridden, sigma_min=float(solution.singular_values.min()))

@@ -43,7 +43,12 @@ import numpy as np
 import pinocchio as pin
 from scipy.optimize import lsq_linear
 
-from humanoid_balance.core.joint_limits import JointLimits, VelocityBoxer, arm_acceleration_limit
+from humanoid_balance.core.joint_limits import (
+    JointLimits,
+    VelocityBox,
+    VelocityBoxer,
+    arm_acceleration_limit,
+)
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
@@ -55,6 +60,9 @@ ARMS: dict[str, str] = {"right": "right_arm", "left": "left_arm"}
 REFERENCE_POINTS = ("W", "com")
 #: The paper's selection (seed 000, eq. 5).
 PAPER_SELECTION: tuple[str, ...] = ("Lx", "Ly")
+#: Weight of ``s - 1`` (the job scale's shortfall) in the limited solve: below the held rows'
+#: ``primary_weight``, above the secondary rows (weight 1).
+SCALE_WEIGHT = 1e3
 
 
 def selection_matrix(rows: Sequence[str]) -> np.ndarray:
@@ -410,6 +418,9 @@ class RmcOutput:
             :func:`damped_least_squares`).
         damping: ``lambda^2`` used in the job inverse.
         indicators: balance indicators of this cycle.
+        job_scale: the factor ``s`` the whole job motion was scaled by to fit the limits
+            (1: unscaled; ``job_velocity = s * J^# [v; w]``, so the hand keeps its
+            direction); NaN when no scale fits and the job arm got the nearest motion.
     """
 
     names: tuple[str, ...]
@@ -430,6 +441,7 @@ class RmcOutput:
     sigma_min: float
     damping: float
     indicators: BalanceIndicators
+    job_scale: float = 1.0
 
 
 class RmcController:
@@ -447,15 +459,23 @@ class RmcController:
        ``secondary`` rows, plus the null-space motion that reduces them.
     4. Limits: each arm's velocities must lie in the box of
        :func:`~humanoid_balance.core.joint_limits.velocity_box` (position with
-       ``position_margin``, velocity, acceleration). The job task comes first:
-       when ``qd_job`` leaves its box, the job arm gets the velocities inside
-       the box that best achieve the twist (bounded least squares,
-       ``min |J qd - [v; w]|``; in joint mode the nearest velocities, a clip),
-       the twist error is reported and ``job_exact`` is False. Balance is then
-       solved for the job arm's *actual* velocities; when ``qd_aux`` leaves its
-       box, the aux arm gets the velocities inside the box that minimise
-       ``|S (A_job qd_job + A_aux qd_aux)|`` (bounded least squares), the
-       selected momentum is then not zero and ``balance_exact`` is False. No
+       ``position_margin``, velocity, acceleration). When the exact solution of
+       steps 2-3 leaves a box, the whole job motion is scaled instead of clipping
+       joints one by one: ``qd_job = s d`` (``d`` the unlimited job velocities, so
+       the hand keeps its twist's direction, ``J qd_job = s [v; w]``), with ``s``
+       in the interval where ``s d`` fits the job box (:func:`scale_interval`), and
+       ``qd_aux`` in the aux box, from one bounded least-squares problem in
+       ``[s, qd_aux]`` whose priorities are the held rows (weight
+       ``primary_weight``), then ``s`` as close to 1 as they allow
+       (:data:`SCALE_WEIGHT`), then the secondary rows; the held rows are then met
+       exactly by :func:`equality_polish`. So the selected momentum stays zero and
+       the job arm slows down along its path when either arm's limits require it;
+       ``job_scale`` reports ``s`` and ``job_exact`` is False when ``s < 1``;
+       ``balance_exact`` is False when the aux arm could not use its unlimited
+       solution. Only when no ``s >= 0`` fits the job box (the direction turns
+       faster than the acceleration limits allow) do the job arm's velocities
+       leave the direction: one bounded least-squares problem in both arms, held
+       rows first, then the job task at the last scale (``job_scale`` NaN). No
        command ever leaves the boxes, so no position, velocity or acceleration
        limit is crossed (the acceleration limit yields to the other two only
        when they cannot be met together, see ``acceleration_overridden``).
@@ -565,6 +585,7 @@ class RmcController:
         self._q_cmd: np.ndarray | None = None
         self._qd_prev = np.zeros(len(self._names))
         self._h_prev_w = np.zeros(6)
+        self._last_scale = 1.0
 
     # --- configuration (between cycles) -------------------------------------
 
@@ -656,6 +677,7 @@ class RmcController:
         cfg = q.copy()
         a_w = self._momentum_about_w(cfg)[0]
         self._h_prev_w = a_w @ self._qd_prev
+        self._last_scale = 1.0
 
     def _check_q(self, q: np.ndarray) -> np.ndarray:
         q = np.asarray(q, dtype=float)
@@ -727,33 +749,18 @@ class RmcController:
         box = self._boxer(self._q_cmd, self._qd_prev, dt)
         lo_job, hi_job = box.lower[:nj], box.upper[:nj]
         lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
-        job_exact = _inside(qd_job, lo_job, hi_job)
-        if not job_exact:
-            if jac is not None and twist is not None:
-                qd_job = self._bounded_solve(jac, twist, lo_job, hi_job,
-                                             np.clip(qd_job, lo_job, hi_job))
-            qd_job = np.clip(qd_job, lo_job, hi_job)
-
-        # aux arm (eq. 6)
+        # aux arm (eq. 6), for the job arm's unlimited velocities
         s_a_aux = a_aux[self._s_index]
-        s_h_job = a_job[self._s_index] @ qd_job
-        if self.balance_enabled:
-            qd_aux = -minimum_norm_least_squares(s_a_aux, s_h_job)
-            if self._s2_index.size:
-                qd_aux = qd_aux + self._secondary_step(s_a_aux, a_aux, a_job, qd_job, qd_aux)
-        else:
-            qd_aux = np.zeros(len(self._aux_names))
+        qd_aux = self._aux_solution(s_a_aux, a_aux, a_job, qd_job)
+        job_exact = _inside(qd_job, lo_job, hi_job)
         balance_exact = _inside(qd_aux, lo_aux, hi_aux)
-        if not balance_exact:
-            if self.balance_enabled:
-                a_rows, b_rows = s_a_aux, -s_h_job
-                if self._s2_index.size:
-                    w = self.primary_weight
-                    a_rows = np.vstack([w * s_a_aux, a_aux[self._s2_index]])
-                    b_rows = np.concatenate([-w * s_h_job, -a_job[self._s2_index] @ qd_job])
-                qd_aux = self._bounded_solve(a_rows, b_rows, lo_aux, hi_aux,
-                                             np.zeros(len(qd_aux)))
-            qd_aux = np.clip(qd_aux, lo_aux, hi_aux)
+        scale = 1.0
+        if not (job_exact and balance_exact):
+            limited = self._limited(qd_job, s_a_aux, a_aux, a_job, box, jac, twist)
+            qd_job, qd_aux, scale = limited
+            job_exact = scale == 1.0
+        if math.isfinite(scale):
+            self._last_scale = scale
 
         qd = np.concatenate([qd_job, qd_aux])
         saturated: tuple[str, ...] = ()
@@ -786,7 +793,102 @@ class RmcController:
             momentum_rate=rate, selected_momentum=h[self._s_index], twist_error=twist_error,
             job_exact=job_exact, balance_exact=balance_exact, saturated_joints=saturated,
             acceleration_overridden=overridden, sigma_min=sigma_min, damping=lam2,
-            indicators=indicators)
+            indicators=indicators, job_scale=scale)
+
+    def _aux_solution(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
+                      qd_job: np.ndarray) -> np.ndarray:
+        """The aux arm's unlimited velocities: eq. 6, plus the secondary rows' null-space step."""
+        if not self.balance_enabled:
+            return np.zeros(len(self._aux_names))
+        qd_aux = -minimum_norm_least_squares(s_a_aux, a_job[self._s_index] @ qd_job)
+        if self._s2_index.size:
+            qd_aux = qd_aux + self._secondary_step(s_a_aux, a_aux, a_job, qd_job, qd_aux)
+        return qd_aux
+
+    def _limited(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
+                 a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
+                 twist: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
+        """Both arms' velocities inside the box when the exact solution leaves it (step 4).
+
+        Returns:
+            ``qd_job``, ``qd_aux`` and the job scale (``nan``: the direction could not be kept).
+        """
+        nj = self._n_job
+        lo_job, hi_job = box.lower[:nj], box.upper[:nj]
+        lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
+        interval = scale_interval(qd_job, lo_job, hi_job)
+        if interval is None:  # no scale fits (the direction turned faster than the box allows)
+            qd_job, qd_aux = self._nearest_solve(qd_job, s_a_aux, a_aux, a_job, box, jac, twist)
+            return qd_job, qd_aux, float("nan")
+        s_lo, s_hi = interval
+        if not self.balance_enabled:
+            scale = min(max(1.0, s_lo), s_hi)
+            return scale * qd_job, np.clip(np.zeros(len(lo_aux)), lo_aux, hi_aux), scale
+        scale, qd_aux = self._scaled_solve(qd_job, s_a_aux, a_aux, a_job, s_lo, s_hi,
+                                           lo_aux, hi_aux)
+        return scale * qd_job, qd_aux, scale
+
+    def _scaled_solve(self, direction: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
+                      a_job: np.ndarray, s_lo: float, s_hi: float, lo_aux: np.ndarray,
+                      hi_aux: np.ndarray) -> tuple[float, np.ndarray]:
+        """Job scale ``s`` and ``qd_aux``: held rows first, then ``s`` near 1, then secondary rows.
+
+        One bounded least-squares problem in ``x = [s, qd_aux]`` with the held rows
+        weighted :attr:`primary_weight`, the scale :data:`SCALE_WEIGHT`, the secondary
+        rows 1 and the aux velocities :attr:`regularisation`; then the held rows are
+        met exactly by a minimum-norm correction of the aux joints not at a bound
+        (:func:`equality_polish`).
+        """
+        n = a_aux.shape[1]
+        w = self.primary_weight
+        b_job = a_job[self._s_index] @ direction
+        rows = [np.column_stack([w * b_job, w * s_a_aux]),
+                np.concatenate([[SCALE_WEIGHT], np.zeros(n)])[None, :]]
+        target = [np.zeros(len(b_job)), np.array([SCALE_WEIGHT])]
+        if self._s2_index.size:
+            rows.append(np.column_stack([a_job[self._s2_index] @ direction,
+                                         a_aux[self._s2_index]]))
+            target.append(np.zeros(self._s2_index.size))
+        rows.append(np.column_stack([np.zeros(n), self.regularisation * np.eye(n)]))
+        target.append(np.zeros(n))
+        s_top = max(s_lo, min(1.0, s_hi))
+        x = _bvls(np.vstack(rows), np.concatenate(target),
+                  np.concatenate([[s_lo], lo_aux]), np.concatenate([[s_top], hi_aux]))
+        scale = float(x[0])
+        qd_aux = equality_polish(s_a_aux, -scale * b_job, np.clip(x[1:], lo_aux, hi_aux),
+                                 lo_aux, hi_aux)
+        return scale, qd_aux
+
+    def _nearest_solve(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
+                       a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
+                       twist: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Both arms in the box when no scale of the job motion fits: held rows first.
+
+        One bounded least-squares problem in ``[qd_job, qd_aux]``: the held rows
+        weighted :attr:`primary_weight`, then the job task at the last cycle's scale
+        ``s`` (``J qd_job = s [v; w]``, or ``qd_job = s qd_ref`` in joint mode), then
+        the minimum norm; the held rows are then met exactly where the aux joints allow.
+        Without balance the aux arm holds still and only the job task is solved.
+        """
+        nj, n = self._n_job, len(box.lower)
+        if jac is not None and twist is not None:
+            task, goal = jac, self._last_scale * twist
+        else:
+            task, goal = np.eye(nj), self._last_scale * qd_job
+        if not self.balance_enabled:
+            lo, hi = box.lower[:nj], box.upper[:nj]
+            qd_job = self._bounded_solve(task, goal, lo, hi, np.clip(goal if task.shape[0] == nj
+                                                                     else qd_job, lo, hi))
+            return qd_job, np.clip(np.zeros(n - nj), box.lower[nj:], box.upper[nj:])
+        held = np.hstack([a_job[self._s_index], s_a_aux])
+        a = np.vstack([self.primary_weight * held,
+                       np.hstack([task, np.zeros((task.shape[0], n - nj))]),
+                       self.regularisation * np.eye(n)])
+        b = np.concatenate([np.zeros(len(held)), goal, np.zeros(n)])
+        x = _bvls(a, b, box.lower, box.upper)
+        qd_aux = equality_polish(s_a_aux, -a_job[self._s_index] @ x[:nj], x[nj:],
+                                 box.lower[nj:], box.upper[nj:])
+        return x[:nj], qd_aux
 
     def _secondary_step(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
                         qd_job: np.ndarray, qd_aux: np.ndarray) -> np.ndarray:
@@ -805,15 +907,79 @@ class RmcController:
         """``min |a x - b|^2 + rho^2 |x - prior|^2`` subject to ``lower <= x <= upper`` (BVLS)."""
         n = a.shape[1]
         rho = self.regularisation
-        stacked = np.vstack([a, rho * np.eye(n)])
-        target = np.concatenate([b, rho * prior])
-        if np.any(upper - lower <= 0):
-            # fixed joints: solve for the free ones only
-            free = upper - lower > 0
-            x = lower.copy()
-            if np.any(free):
-                sub = stacked[:, free]
-                rhs = target - stacked[:, ~free] @ lower[~free]
-                x[free] = lsq_linear(sub, rhs, bounds=(lower[free], upper[free]), method="bvls").x
+        return _bvls(np.vstack([a, rho * np.eye(n)]), np.concatenate([b, rho * prior]),
+                     lower, upper)
+
+
+def _bvls(a: np.ndarray, b: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """``min |a x - b|^2`` subject to ``lower <= x <= upper`` (BVLS); fixed entries eliminated."""
+    free = upper - lower > 0
+    if free.all():
+        return np.asarray(lsq_linear(a, b, bounds=(lower, upper), method="bvls").x)
+    x = lower.copy()
+    if np.any(free):
+        rhs = b - a[:, ~free] @ lower[~free]
+        x[free] = lsq_linear(a[:, free], rhs, bounds=(lower[free], upper[free]), method="bvls").x
+    return x
+
+
+def scale_interval(direction: np.ndarray, lower: np.ndarray,
+                   upper: np.ndarray) -> tuple[float, float] | None:
+    """The scales ``s >= 0`` with ``lower <= s * direction <= upper``, or None when there is none.
+
+    .. math::
+
+        s \\in [\\max(0, \\max_i l_i), \\min_i u_i], \\quad
+        [l_i, u_i] = [lower_i, upper_i] / d_i \\ (\\text{swapped for } d_i < 0)
+
+    A joint with ``d_i = 0`` allows every scale when its box holds 0, none otherwise.
+
+    Args:
+        direction: the unlimited joint velocities ``d`` [rad/s].
+        lower: the box's lower bounds [rad/s].
+        upper: the box's upper bounds [rad/s].
+
+    Returns:
+        ``(s_min, s_max)``, or None when no ``s >= 0`` fits the box.
+    """
+    s_lo, s_hi = 0.0, math.inf
+    for d, lo, hi in zip(direction.tolist(), lower.tolist(), upper.tolist(), strict=True):
+        if d == 0.0:
+            if lo > 0.0 or hi < 0.0:
+                return None
+            continue
+        a, b = (lo / d, hi / d) if d > 0 else (hi / d, lo / d)
+        s_lo, s_hi = max(s_lo, a), min(s_hi, b)
+    if s_lo > s_hi:
+        return None
+    return s_lo, s_hi
+
+
+def equality_polish(b_matrix: np.ndarray, target: np.ndarray, x: np.ndarray, lower: np.ndarray,
+                    upper: np.ndarray, iterations: int = 4) -> np.ndarray:
+    """``x`` corrected so that ``B x = target`` exactly, moving only entries not at a bound.
+
+    The correction is the minimum-norm ``dx`` of the free entries with ``B dx = target - B x``;
+    an entry it pushes out of ``[lower, upper]`` is clipped and held, and the rest is
+    corrected again (``iterations`` rounds). ``x`` is returned unchanged when the free
+    entries cannot reach the target.
+    """
+    out = x.copy()
+    free = (out > lower + 1e-12) & (out < upper - 1e-12)
+    for _ in range(iterations):
+        residual = target - b_matrix @ out
+        if not free.any() or float(np.max(np.abs(residual))) <= 1e-15:
+            break
+        sub = b_matrix[:, free]
+        if np.linalg.matrix_rank(sub) < b_matrix.shape[0]:
             return x
-        return np.asarray(lsq_linear(stacked, target, bounds=(lower, upper), method="bvls").x)
+        dx = np.linalg.lstsq(sub, residual, rcond=None)[0]
+        trial = out.copy()
+        trial[free] += dx
+        clipped = np.clip(trial, lower, upper)
+        out = clipped
+        moved_out = (trial != clipped) & free
+        if not moved_out.any():
+            break
+        free &= ~moved_out
+    return out

@@ -24,6 +24,7 @@ hand at 1.8 m/s) through :class:`~humanoid_balance.core.rmc.RmcController`:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from humanoid_balance.core.zmp import FootSample  # numpy only: cheap to import here
+from humanoid_balance.exceptions import ConfigurationError
 
 #: Seed 000's reported figures, shown beside ours.
 PAPER_PEAK_DLZ_DT = 31.70  # N m
@@ -50,6 +52,11 @@ SWEEP_MAX_SPEED_M_S = 4.0
 MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 
 
+#: The momentum rows (seed 000, eq. 5) the paper holds; the experiment's default selection.
+PAPER_ROWS: tuple[str, ...] = ("Lx", "Ly")
+JOB_ARMS = ("right", "left")
+
+
 @dataclass(frozen=True)
 class StrikeSettings:
     """What the strike experiment runs.
@@ -59,12 +66,65 @@ class StrikeSettings:
         rate_hz: controller rate [Hz].
         sweep_step_m_s: speed step of the sweep 1.0..4.0 m/s [m/s].
         sweep_sim_speeds_m_s: speeds also run in MuJoCo during the sweep [m/s].
+        job_arm: the striking arm, ``right`` (the paper's) or ``left`` (mirrored).
+        selection: momentum rows held at zero in the RMC runs (the paper's ``Lx, Ly``);
+            the Lz variants compare the paper's rows with Lz added or secondary.
     """
 
     speed_m_s: float | None = None
     rate_hz: float = 500.0
     sweep_step_m_s: float = 0.1
     sweep_sim_speeds_m_s: tuple[float, ...] = (2.5, 3.2, 4.0)
+    job_arm: str = "right"
+    selection: tuple[str, ...] = PAPER_ROWS
+
+
+def strike_settings(*, speed: str | float | None = None, rate_hz: str | float = 500.0,
+                    sweep_step: str | float = 0.1,
+                    sweep_sim_speeds: Sequence[str | float] = (2.5, 3.2, 4.0),
+                    job_arm: str = "right", selection: str | Sequence[str] = PAPER_ROWS,
+                    ) -> StrikeSettings:
+    """Validated :class:`StrikeSettings` from user values (command-line strings or numbers).
+
+    Args:
+        speed: hand speed at the target [m/s] (> 0), or None for the paper's 1.8.
+        rate_hz: controller rate [Hz] (> 0).
+        sweep_step: speed step of the sweep [m/s] (> 0).
+        sweep_sim_speeds: speeds [m/s] (> 0) also run in MuJoCo during the sweep.
+        job_arm: ``right`` or ``left``.
+        selection: held momentum rows, ``"Lx,Ly"`` or a sequence of names.
+
+    Raises:
+        ConfigurationError: a value out of range, in one line naming the option and the fix.
+    """
+    from humanoid_balance.core.rmc import MOMENTUM_ROWS
+
+    def positive(option: str, value: str | float, example: str, unit: str) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number <= 0:
+            raise ConfigurationError(
+                f"{option} {value}: expected a finite number > 0 {unit}, e.g. {option} {example}")
+        return number
+
+    if job_arm not in JOB_ARMS:
+        raise ConfigurationError(f"--job-arm {job_arm}: expected right or left")
+    rows = ([r.strip() for r in selection.split(",")] if isinstance(selection, str)
+            else [str(r) for r in selection])
+    if (not rows or any(r not in MOMENTUM_ROWS for r in rows) or len(set(rows)) != len(rows)):
+        raise ConfigurationError(
+            f"--selection {','.join(rows)}: expected comma-separated rows of "
+            f"{','.join(MOMENTUM_ROWS)} without repeats, e.g. --selection Lx,Ly (the paper's)")
+    return StrikeSettings(
+        speed_m_s=None if speed is None else positive("--speed", speed, "1.8", "[m/s]"),
+        rate_hz=positive("--rate", rate_hz, "500", "[Hz]"),
+        sweep_step_m_s=positive("--sweep-step", sweep_step, "0.1", "[m/s]"),
+        sweep_sim_speeds_m_s=tuple(positive("--sweep-sim-speeds", v, "2.5 3.2", "[m/s]")
+                                   for v in sweep_sim_speeds),
+        job_arm=job_arm,
+        selection=tuple(r for r in MOMENTUM_ROWS if r in rows))
 
 
 # --- model level ------------------------------------------------------------
@@ -139,19 +199,22 @@ def _model_run(cycles: list[_ModelCycle], *, speed_m_s: float, selection: Sequen
         twist_error=np.array([float(np.max(np.abs(c.output.twist_error))) for c in cycles]))
 
 
-def _setup(model: Any, speed: float | None, start_time: float = 0.0) -> tuple[Any, dict[str, float]]:
+def _setup(model: Any, speed: float | None, start_time: float = 0.0,
+           job_arm: str = "right") -> tuple[Any, dict[str, float]]:
     """The strike trajectory and the standing pose (job arm at its start, aux arm at rest)."""
     from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
 
-    trajectory = StrikeTrajectory(model, target_speed=speed, start_time=start_time)
+    trajectory = StrikeTrajectory(model, arm=job_arm, target_speed=speed, start_time=start_time)
+    aux_arm = "left" if job_arm == "right" else "right"
     pose = {**dict(zip(trajectory.joint_names, trajectory.initial, strict=True)),
-            **arm_pose("left", AUX_START_DEG)}
+            **arm_pose(aux_arm, AUX_START_DEG)}
     return trajectory, pose
 
 
 def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection: Sequence[str],
               balance: bool, rate_hz: float, extra: float = 0.3,
-              twist_mode: bool = False, secondary: Sequence[str] = ()) -> ModelRun:
+              twist_mode: bool = False, secondary: Sequence[str] = (),
+              job_arm: str = "right") -> ModelRun:
     """The strike through the controller alone (the model's configuration integrates the commands).
 
     Args:
@@ -166,12 +229,13 @@ def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection
             of the reference joint velocities.
         secondary: rows reduced best effort after ``selection`` (task priority,
             see :class:`~humanoid_balance.core.rmc.RmcController`).
+        job_arm: the striking arm, ``right`` or ``left``.
     """
     from humanoid_balance.core.rmc import RmcController, RmcInput
 
-    trajectory, pose = _setup(model, speed)
-    controller = RmcController(model, selection=selection, support_polygon=polygon,
-                               secondary=secondary)
+    trajectory, pose = _setup(model, speed, job_arm=job_arm)
+    controller = RmcController(model, job_arm=job_arm, selection=selection,
+                               support_polygon=polygon, secondary=secondary)
     controller.balance_enabled = balance
     q0 = model.configuration(pose)
     controller.reset(q0)
@@ -195,11 +259,14 @@ def failures(run: ModelRun, trajectory_ratios: Any) -> list[str]:
     """The limits a model-level run reaches (empty: balanced within every limit)."""
     out: list[str] = []
     kind, joint, ratio = trajectory_ratios.worst
-    if ratio > 1.0 or not run.job_exact.all():
+    job_names, aux_names = set(run.names[:7]), set(run.names[7:])
+    limited = [set(s) for s, ok in zip(run.saturated, run.job_exact, strict=True) if not ok]
+    if ratio > 1.0 or any(s & job_names for s in limited):
         out.append(f"job arm joint {kind} ({joint})")
-    if not run.balance_exact.all():
-        joints = sorted({n for s, ok in zip(run.saturated, run.balance_exact, strict=True) if not ok
-                         for n in s if not n.startswith("right_")})
+    aux_limited = [set(s) for s, ok, bal in zip(run.saturated, run.job_exact, run.balance_exact,
+                                                 strict=True) if not (ok and bal)]
+    if not run.balance_exact.all() or any(s & aux_names for s in aux_limited):
+        joints = sorted({n for s in aux_limited for n in s & aux_names})
         out.append(f"aux arm joint limit ({', '.join(joints)})")
     if np.min(run.lift_margin_n) <= 0:
         out.append("lift-off")
@@ -306,7 +373,7 @@ class _SimRecorder:
 
 def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,
             rate_hz: float, extra: float = 0.4, settle: float = 0.5,
-            secondary: Sequence[str] = ()) -> SimRun:
+            secondary: Sequence[str] = (), job_arm: str = "right") -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
 
     Args:
@@ -318,18 +385,19 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         extra: time run after the trajectory's end [s].
         settle: time the robot stands before the strike [s].
         secondary: rows reduced best effort after ``selection``.
+        job_arm: the striking arm, ``right`` or ``left``.
     """
     from humanoid_balance.core.rmc import RmcController, RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
     from humanoid_balance.sim.humanoid import HumanoidSim
 
-    trajectory, pose = _setup(model, speed)
+    trajectory, pose = _setup(model, speed, job_arm=job_arm)
     sim = HumanoidSim()
     sim.reset(pose)
     sim.settle(settle)
     q_model = model.neutral()
     sim_index = model.q_index(list(sim.joint_names))
-    controller = RmcController(model, selection=selection, secondary=secondary)
+    controller = RmcController(model, job_arm=job_arm, selection=selection, secondary=secondary)
     controller.balance_enabled = balance
     q_model[sim_index] = sim.joint_state().position
     q_model[model.q_index(list(pose))] = list(pose.values())
@@ -436,18 +504,20 @@ def sweep_speeds(step_m_s: float) -> np.ndarray:
                                          float(step_m_s)), 3))
 
 
-def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: float) -> SweepPoint:
+def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: float,
+                job_arm: str = "right") -> SweepPoint:
     """The three model-level runs (S = Lx, Ly; + Lz; Lz secondary) at one speed and their limits."""
     from humanoid_balance.core.rmc import PAPER_SELECTION
     from humanoid_balance.core.strike_trajectory import StrikeTrajectory
 
-    ratios = StrikeTrajectory(model, target_speed=speed_m_s).limit_ratios()
+    ratios = StrikeTrajectory(model, arm=job_arm, target_speed=speed_m_s).limit_ratios()
     r = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
-                  rate_hz=rate_hz, extra=0.1)
+                  rate_hz=rate_hz, extra=0.1, job_arm=job_arm)
     r_lz = run_model(model, polygon, speed=speed_m_s, selection=LZ_SELECTION, balance=True,
-                     rate_hz=rate_hz, extra=0.1)
+                     rate_hz=rate_hz, extra=0.1, job_arm=job_arm)
     r_lz2 = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
-                      rate_hz=rate_hz, extra=0.1, secondary=LZ_SECONDARY)
+                      rate_hz=rate_hz, extra=0.1, secondary=LZ_SECONDARY,
+                      job_arm=job_arm)
     fails = failures(r, ratios)
     held = float(np.max(np.abs(r_lz2.selected_momentum))) < 1e-9
     return SweepPoint(
@@ -507,12 +577,13 @@ class SimSweepPoint:
     min_foot_fz_n: float
 
 
-def sim_sweep_point(model: Any, speed_m_s: float, rate_hz: float) -> SimSweepPoint:
+def sim_sweep_point(model: Any, speed_m_s: float, rate_hz: float,
+                    job_arm: str = "right") -> SimSweepPoint:
     """The strike at ``speed_m_s`` in MuJoCo with RMC (S = Lx, Ly)."""
     from humanoid_balance.core.rmc import PAPER_SELECTION
 
     s = run_sim(model, speed=speed_m_s, selection=PAPER_SELECTION, balance=True, rate_hz=rate_hz,
-                extra=0.2)
+                extra=0.2, job_arm=job_arm)
     return SimSweepPoint(speed_m_s, zmp_shift(s), float(np.max(s.slip_m)), float(np.min(s.min_fz_n)))
 
 
@@ -566,24 +637,23 @@ def _strike_runs(model: Any, polygon: np.ndarray, settings: StrikeSettings) -> S
     """Model-level and MuJoCo runs of every controller variant at the experiment's speed."""
     from humanoid_balance.core.rmc import PAPER_SELECTION
 
-    speed, rate = settings.speed_m_s, float(settings.rate_hz)
-    paper = PAPER_SELECTION
-    model_rmc = run_model(model, polygon, speed=speed, selection=paper, balance=True, rate_hz=rate)
-    model_off = run_model(model, polygon, speed=speed, selection=paper, balance=False, rate_hz=rate)
-    model_lz = run_model(model, polygon, speed=speed, selection=LZ_SELECTION, balance=True,
-                         rate_hz=rate)
-    twist = run_model(model, polygon, speed=speed, selection=paper, balance=True, rate_hz=rate,
-                      twist_mode=True)
-    sim_rmc = run_sim(model, speed=speed, selection=paper, balance=True, rate_hz=rate)
-    sim_off = run_sim(model, speed=speed, selection=paper, balance=False, rate_hz=rate)
-    sim_lz = run_sim(model, speed=speed, selection=LZ_SELECTION, balance=True, rate_hz=rate)
-    model_lz2 = run_model(model, polygon, speed=speed, selection=paper, balance=True, rate_hz=rate,
-                          secondary=LZ_SECONDARY)
-    sim_lz2 = run_sim(model, speed=speed, selection=paper, balance=True, rate_hz=rate,
-                      secondary=LZ_SECONDARY)
-    return StrikeRuns(model_rmc=model_rmc, model_off=model_off, model_lz_selected=model_lz,
-                      model_lz_secondary=model_lz2, twist_mode=twist, sim_rmc=sim_rmc,
-                      sim_off=sim_off, sim_lz_selected=sim_lz, sim_lz_secondary=sim_lz2)
+    common: dict[str, Any] = {"speed": settings.speed_m_s, "rate_hz": float(settings.rate_hz),
+                              "job_arm": settings.job_arm}
+    chosen, paper = settings.selection, PAPER_SELECTION
+    return StrikeRuns(
+        model_rmc=run_model(model, polygon, selection=chosen, balance=True, **common),
+        model_off=run_model(model, polygon, selection=paper, balance=False, **common),
+        model_lz_selected=run_model(model, polygon, selection=LZ_SELECTION, balance=True,
+                                    **common),
+        model_lz_secondary=run_model(model, polygon, selection=paper, balance=True,
+                                     secondary=LZ_SECONDARY, **common),
+        twist_mode=run_model(model, polygon, selection=chosen, balance=True, twist_mode=True,
+                             **common),
+        sim_rmc=run_sim(model, selection=chosen, balance=True, **common),
+        sim_off=run_sim(model, selection=paper, balance=False, **common),
+        sim_lz_selected=run_sim(model, selection=LZ_SELECTION, balance=True, **common),
+        sim_lz_secondary=run_sim(model, selection=paper, balance=True, secondary=LZ_SECONDARY,
+                                 **common))
 
 
 def run_strike_experiment(settings: StrikeSettings) -> StrikeResults:
@@ -595,16 +665,17 @@ def run_strike_experiment(settings: StrikeSettings) -> StrikeResults:
     started = time.perf_counter()
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
     polygon = support_polygon_from_frames(model)
-    rate = float(settings.rate_hz)
+    rate, arm = float(settings.rate_hz), settings.job_arm
     runs = _strike_runs(model, polygon, settings)
     friction_limit = RmcController(model, selection=PAPER_SELECTION).friction_torque_limit
     slower = tuple(
         (v, float(np.max(run_model(model, polygon, speed=v, selection=PAPER_SELECTION,
-                                   balance=True, rate_hz=rate).turn_torque_n_m)))
+                                   balance=True, rate_hz=rate, job_arm=arm).turn_torque_n_m)))
         for v in SLOWER_SPEEDS_M_S)
-    sweep = tuple(sweep_point(model, polygon, float(v), rate)
+    sweep = tuple(sweep_point(model, polygon, float(v), rate, job_arm=arm)
                   for v in sweep_speeds(settings.sweep_step_m_s))
-    sim_sweep = tuple(sim_sweep_point(model, float(v), rate) for v in settings.sweep_sim_speeds_m_s)
+    sim_sweep = tuple(sim_sweep_point(model, float(v), rate, job_arm=arm)
+                      for v in settings.sweep_sim_speeds_m_s)
     return StrikeResults(settings=settings, runs=runs, friction_torque_limit_n_m=friction_limit,
                          slower_peak_dlz_dt_n_m=slower, sweep=sweep, sim_sweep=sim_sweep,
                          run_time_s=time.perf_counter() - started)

@@ -191,11 +191,22 @@ def _extra_metrics(results: StrikeResults) -> Metrics:
     return out
 
 
+def _settings_metrics(results: StrikeResults) -> Metrics:
+    """What was run: hand speed, job arm and the held rows of the RMC runs."""
+    settings = results.settings
+    return {
+        "speed_m_s": metric(round(float(results.runs.model_rmc.speed_m_s), 4), "m/s"),
+        "job_arm": metric(settings.job_arm),
+        "selection": metric(",".join(settings.selection)),
+    }
+
+
 def strike_metrics(results: StrikeResults) -> Metrics:
     """Every metric of ``strike.json`` (names of shared RESULTS.md)."""
     runs = results.runs
     limit = results.friction_torque_limit_n_m
     return {
+        **_settings_metrics(results),
         **_zmp_and_momentum_metrics(runs), **_turning_metrics(runs, limit), **_feet_metrics(runs),
         **_speed_metrics(results), **_lz_secondary_metrics(runs, limit),
         "first_limit_paper": metric(PAPER_FIRST_LIMIT),

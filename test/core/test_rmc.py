@@ -258,6 +258,37 @@ def test_saturation_is_reported(model: RobotModel, q_pose: np.ndarray) -> None:
     assert "right_shoulder_pitch" in out.saturated_joints
 
 
+def test_twist_beyond_the_speed_limits_keeps_direction_and_held_momentum(
+        model: RobotModel, q_pose: np.ndarray) -> None:
+    """A twist 3x beyond the speed limits: hand direction within 1 deg, Lx, Ly < 1e-9, s < 1."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    fid = model.frame_id("right_hand")
+    data = model.model.createData()
+    job_v = model.v_index(controller.job_names)
+
+    def jacobian() -> np.ndarray:
+        q = q_pose.copy()
+        q[model.q_index(controller.names)] = controller.commanded_positions
+        return pin.computeFrameJacobian(model.model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[:, job_v]
+
+    unit = np.array([0.6, -0.3, 0.5, 0.4, -0.3, 0.2])
+    ratio = np.max(np.abs(np.linalg.pinv(jacobian()) @ unit)
+                   / model.velocity_limits(controller.job_names))
+    twist = 3.0 * unit / ratio  # its exact joint velocities are 3x the speed limits
+    angles, held, scales = [], [], []
+    for _ in range(60):
+        jac = jacobian()
+        out = controller.step(RmcInput(q_pose, job_twist=twist), DT)
+        achieved = jac @ out.job_velocity
+        cos = achieved @ twist / (np.linalg.norm(achieved) * np.linalg.norm(twist))
+        angles.append(np.degrees(np.arccos(min(1.0, cos))))
+        held.append(np.max(np.abs(out.selected_momentum)))
+        scales.append(out.job_scale)
+    assert max(angles) <= 1.0 and max(held) <= 1e-9 and 0.0 < max(scales) < 1.0, (
+        max(angles), max(held), scales)
+
+
 def test_balance_off_keeps_the_aux_arm_still(model: RobotModel, q_pose: np.ndarray) -> None:
     """balance_enabled=False commands zero aux velocities (the no-RMC comparison)."""
     controller = RmcController(model)

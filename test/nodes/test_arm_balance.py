@@ -311,7 +311,7 @@ def test_bad_selection_is_rejected_with_a_reason(harness: Harness) -> None:
     harness.activate()
     result = harness.node.set_parameters([Parameter("selection", value=["Lq"])])[0]
     assert not result.successful
-    assert "expected a non-empty subset of ['Px', 'Py', 'Pz', 'Lx', 'Ly', 'Lz']" in result.reason
+    assert result.reason == "selection value 'Lq': expected one of ['Px', 'Py', 'Pz', 'Lx', 'Ly', 'Lz']"
 
 
 def test_low_measured_margin_holds_the_job_arm(harness: Harness) -> None:
@@ -408,15 +408,14 @@ def test_free_floating_rows_are_validated(rclpy_context: Any) -> None:
 
 
 def test_repeated_free_floating_rows_are_invalid() -> None:
-    """validate: free_floating_rows with a repeated row is refused with the reason (as at every step)."""
-    from humanoid_balance.nodes.arm_balance import validate
+    """The spec refuses free_floating_rows with a repeated row, an unknown row or none, with the reason."""
+    from humanoid_balance.params.arm_balance import SPEC
 
-    reason = validate("free_floating_rows", ["vx", "vx"])
-    assert reason is not None and reason.startswith("free_floating_rows: rows=['vx', 'vx']") and \
-        "without repetition" in reason
-    assert validate("free_floating_rows", ["vx", "Lz"]) is not None
-    assert validate("free_floating_rows", []) is not None
-    assert validate("free_floating_rows", ["wz", "vx"]) is None
+    assert SPEC.validate("free_floating_rows", ["vx", "vx"]) == \
+        "free_floating_rows=['vx', 'vx']: a row is repeated"
+    assert SPEC.validate("free_floating_rows", ["vx", "Lz"]) is not None
+    assert SPEC.validate("free_floating_rows", []) is not None
+    assert SPEC.validate("free_floating_rows", ["wz", "vx"]) is None
 
 
 def test_repeated_free_floating_rows_fail_configure(rclpy_context: Any) -> None:
@@ -527,7 +526,7 @@ def test_an_inactive_node_runs_no_triggered_cycle(rclpy_context: Any) -> None:
         assert h.spin(5.0, lambda: h.pub_joints.get_subscription_count() > 0)
         _publish_stamped_joints(h, 0)
         h.spin(0.3)
-        assert h.node._cycles == 0 and not h.commands
+        assert h.node.loop.cycles == 0 and not h.commands
         assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
         _publish_stamped_joints(h, 0)  # the same t = 0 state, now answered
         assert h.spin(2.0, lambda: len(h.commands) == 1)
@@ -594,17 +593,19 @@ def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -
     h = triggered
     node = h.node
     pubs = {"pub_command": _Recorder(), "pub_momentum": _Recorder(), "pub_zmp": _Recorder()}
-    for name, recorder in pubs.items():
-        setattr(node, name, recorder)
-    node._twist = np.array([0.05, -0.02, 0.03, 0.0, 0.1, -0.05])
+    node.pub_momentum, node.pub_zmp = pubs["pub_momentum"], pubs["pub_zmp"]
+    node.commands.publisher = pubs["pub_command"]
+    from humanoid_balance.core.arm_loop import JobInput
+
+    twist = np.array([0.05, -0.02, 0.03, 0.0, 0.1, -0.05])
     expected = []
     for k in range(6):
-        node._job_input_ns = node._now_ns()
+        node._job = JobInput(node._now_ns() * 1e-9, twist=twist, frame="W")
         stamp = 5_000_000_000 + k * 2_000_000
         positions = h.positions + 0.001 * k
         node._on_joint_states(cdr.joint_state_message(stamp, h.joint_names, positions.tolist()))
-        assert node._cycles == k + 1
-        expected.append(_old_outputs(node._last, stamp, "W"))
+        assert node.loop.cycles == k + 1
+        expected.append(_old_outputs(node.loop.last_output, stamp, "W"))
     got = zip(pubs["pub_command"].sent, pubs["pub_momentum"].sent, pubs["pub_zmp"].sent, strict=True)
     assert len(pubs["pub_command"].sent) == len(expected) == len(pubs["pub_zmp"].sent)
     for (cmd, momentum, zmp), (old_cmd, old_momentum, old_zmp) in zip(got, expected, strict=True):

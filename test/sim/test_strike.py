@@ -43,17 +43,20 @@ def test_measured_zmp_stays_inside_the_support_polygon_with_rmc(with_rmc: SimRun
 
 @pytest.mark.slow
 def test_experiment_writes_every_metric_of_results_md(tmp_path: Path) -> None:
-    """`experiment strike` (coarse sweep, no plots) writes strike.json with RESULTS.md's names."""
+    """`experiment strike` with non-default options writes strike.json with RESULTS.md's names."""
     from humanoid_balance.cli import main
 
-    assert main(["experiment", "strike", "--out", str(tmp_path), "--sweep-step", "1.5",
-                 "--sweep-sim-speeds", "--no-plots"]) == 0
+    assert main(["experiment", "strike", "--out", str(tmp_path), "--speed", "1.6", "--job-arm",
+                 "left", "--selection", "Lx", "--sweep-step", "1.5", "--sweep-sim-speeds",
+                 "--no-plots"]) == 0
     metrics = json.loads((tmp_path / "strike.json").read_text())["metrics"]
     expected = {"zmp_peak_mm_rmc", "zmp_peak_mm_no_rmc", "max_abs_selected_momentum",
                 "min_margin_mm_rmc", "min_margin_mm_no_rmc", "model_zmp_min_margin_mm_no_rmc",
                 "peak_abs_dLz_dt", "friction_torque_limit", "max_slip_mm", "min_foot_fz_n",
                 "aux_shoulder_share", "max_balanced_speed", "first_limit"}
     assert expected <= set(metrics)
+    ran = {k: metrics[k]["value"] for k in ("speed_m_s", "job_arm", "selection")}
+    assert ran == {"speed_m_s": 1.6, "job_arm": "left", "selection": "Lx"}
 
 
 @pytest.mark.slow

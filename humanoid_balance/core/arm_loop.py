@@ -1,0 +1,618 @@
+"""The arm-balance loop without ROS: stale inputs, balance guard, holds, run-time switches.
+
+:class:`ArmLoop` is what the ``arm_balance`` node runs every cycle, and what the
+tests run in lock-step with the MuJoCo humanoid (as the waist's
+:class:`~humanoid_balance.can.controller.WaistController`). One call,
+:meth:`ArmLoop.cycle` ``(now, measured state, job input, margin)``, returns the
+:class:`Command` of the cycle, a :class:`Hold`, or None (nothing known to hold
+yet). It owns:
+
+* **stale inputs**: arm joint states missing or older than
+  ``joint_state_timeout_s`` (and, when the controller needs one, a base pose):
+  nothing is computed from them, the arms hold; a job input older than
+  ``job_input_timeout_s``, in the wrong frame, non-finite or naming other joints
+  counts as zero (the controller then brings the job arm to a stop within its
+  acceleration limits while balance goes on);
+* **the balance guard**: the smaller of the measured stability margin (when
+  fresh) and the margin the controller predicts (its model ZMP, last cycle)
+  scales the job input,
+
+  .. math::
+
+      s = \\operatorname{clip}\\left(\\frac{m - m_{hold}}{m_{slow} - m_{hold}}, 0, 1\\right)
+
+  so the job arm slows from ``guard_slow_margin_m`` and stops at ``guard_hold_margin_m``;
+* **dt**: the time since the last cycle (by the cycle stamps), clamped to
+  ``[0.5, 10]`` nominal periods (a longer gap is a stale input: the arms hold);
+* **holds**: a hold starts from the last commanded positions and velocities and
+  decelerates every joint at its acceleration limit (``v <- v - sign(v) min(|v|,
+  a dt)``, ``p <- p + v dt``) until all stand still; a command never steps a
+  velocity to zero. Commanding resumes from the held positions and the current
+  hold velocities, matched **by joint name** (the job arm may have changed
+  meanwhile);
+* **run-time switches** between cycles: the job arm (:meth:`ArmLoop.set_job_arm`;
+  a job input received before the switch is dropped), the momentum selection
+  (:meth:`ArmLoop.set_selection`) and the timeouts and guard margins
+  (:meth:`ArmLoop.set_config`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from humanoid_balance.core.arm_controller import ArmController, GroundArmController
+from humanoid_balance.core.free_floating import FreeFloatingArmController
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.rmc import ARMS, RmcInput
+from humanoid_balance.core.support import SupportPolygon
+from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
+from humanoid_balance.resources import urdf_path as package_urdf_path
+
+__all__ = [
+    "ERROR",
+    "OK",
+    "WARN",
+    "ArmLoop",
+    "ArmLoopConfig",
+    "Command",
+    "Hold",
+    "JobInput",
+    "LoopState",
+    "LoopStatus",
+    "MeasuredMargin",
+    "MeasuredState",
+]
+
+#: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
+OK, WARN, ERROR = 0, 1, 2
+
+
+class LoopState(Enum):
+    """Where the loop is."""
+
+    WAITING = "waiting"    # never commanded: nothing to hold
+    RUNNING = "running"    # commanding from the controller
+    STOPPING = "stopping"  # a hold, still decelerating
+    HELD = "held"          # a hold, standing still
+
+
+@dataclass(frozen=True)
+class ArmLoopConfig:
+    """Tunables of :class:`ArmLoop` (SI units).
+
+    Attributes:
+        rate_hz: nominal cycle rate [Hz] (> 0).
+        joint_state_timeout_s: arm joint states (and base pose) older than this hold the arms [s].
+        job_input_timeout_s: a job input older than this counts as zero [s].
+        margin_timeout_s: a measured margin older than this is not used by the guard [s].
+        guard_slow_margin_m: stability margin [m] where the job arm starts to slow.
+        guard_hold_margin_m: stability margin [m] where it stops (below ``guard_slow_margin_m``).
+        base_pose_source: where the base pose comes from, for messages.
+
+    Raises:
+        ConfigurationError: a value not finite, a rate or timeout not > 0, or
+            ``guard_hold_margin_m >= guard_slow_margin_m``.
+    """
+
+    rate_hz: float = 500.0
+    joint_state_timeout_s: float = 0.05
+    job_input_timeout_s: float = 0.1
+    margin_timeout_s: float = 0.1
+    guard_slow_margin_m: float = 0.03
+    guard_hold_margin_m: float = 0.01
+    base_pose_source: str = "the base pose topic"
+
+    def __post_init__(self) -> None:
+        for name in ("rate_hz", "joint_state_timeout_s", "job_input_timeout_s", "margin_timeout_s",
+                     "guard_slow_margin_m", "guard_hold_margin_m"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ConfigurationError(f"ArmLoopConfig.{name}={value} must be finite")
+            if name.endswith(("_hz", "_s")) and value <= 0:
+                raise ConfigurationError(f"ArmLoopConfig.{name}={value} must be > 0")
+        if self.guard_hold_margin_m >= self.guard_slow_margin_m:
+            raise ConfigurationError(
+                f"guard_hold_margin={self.guard_hold_margin_m} must be below "
+                f"guard_slow_margin={self.guard_slow_margin_m}")
+
+    @property
+    def period_s(self) -> float:
+        """Nominal period [s]."""
+        return 1.0 / self.rate_hz
+
+
+class MeasuredState:
+    """The latest measured configuration and when each joint was last measured.
+
+    Args:
+        joint_names: the model's joints (``RobotModel.joint_names``).
+        q_index: index of each joint in ``q`` (``RobotModel.q_index(joint_names)``).
+        q: the configuration before any measurement (``RobotModel.neutral()``):
+            joints never measured stay there.
+    """
+
+    def __init__(self, joint_names: Sequence[str], q_index: np.ndarray, q: np.ndarray) -> None:
+        self.joint_names = tuple(joint_names)
+        self.q = np.array(q, dtype=float)
+        #: time [s] each joint was last measured; NaN: never
+        self.joint_times_s = np.full(len(self.joint_names), np.nan)
+        #: time [s] of the last base pose; NaN: never
+        self.base_pose_time_s = math.nan
+        self._q_of_joint = np.asarray(q_index, dtype=int)
+        self._index = {n: i for i, n in enumerate(self.joint_names)}
+        self._cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def index(self, names: Sequence[str]) -> np.ndarray:
+        """Indices of ``names`` among :attr:`joint_names`."""
+        return np.array([self._index[n] for n in names], dtype=int)
+
+    def q_index(self, names: Sequence[str]) -> np.ndarray:
+        """Indices of the joints ``names`` in :attr:`q`."""
+        return self._q_of_joint[self.index(names)]
+
+    def update_joints(self, names: tuple[str, ...], position: np.ndarray, now_s: float) -> str | None:
+        """Take a joint-state sample received at ``now_s`` [s]; why it was refused, or None.
+
+        Unknown joint names are skipped; a sample with a non-finite position or a
+        size that does not match its names is refused whole.
+        """
+        if position.shape != (len(names),):
+            return f"joint states have {position.size} positions for {len(names)} names: ignored"
+        if not np.isfinite(position).all():
+            bad = [n for n, v in zip(names, position, strict=True) if not math.isfinite(v)]
+            return f"joint states have non-finite positions for {bad}: ignored"
+        cached = self._cache.get(names)
+        if cached is None:
+            known = [k for k, n in enumerate(names) if n in self._index]
+            joints = np.array([self._index[names[k]] for k in known], dtype=int)
+            cached = (np.array(known, dtype=int), joints, self._q_of_joint[joints])
+            if len(self._cache) < 64:
+                self._cache[names] = cached
+        msg_idx, joint_idx, q_idx = cached
+        values = position[msg_idx]
+        self.joint_times_s[joint_idx] = now_s
+        self.q[q_idx] = values
+        return None
+
+    def update_base_pose(self, pose: np.ndarray, now_s: float) -> str | None:
+        """Take a base pose ``[x, y, z, qx, qy, qz, qw]`` (world) received at ``now_s``.
+
+        Returns:
+            Why it was refused (not finite, quaternion not unit), or None.
+        """
+        pose = np.asarray(pose, dtype=float)
+        norm = float(np.linalg.norm(pose[3:]))
+        if pose.shape != (7,) or not np.all(np.isfinite(pose)) or abs(norm - 1.0) > 1e-3:
+            return (f"base pose {np.round(pose, 4).tolist()} is not finite or its quaternion is not "
+                    "unit: ignored")
+        self.q[0:7] = pose
+        self.q[3:7] /= norm
+        self.base_pose_time_s = now_s
+        return None
+
+
+@dataclass(frozen=True)
+class JobInput:
+    """The job's latest request, as received (checked by the loop every cycle).
+
+    Attributes:
+        received_s: when it was received [s].
+        twist: hand twist ``[v; w]`` [m/s, rad/s], or None.
+        frame: the twist's frame (the controller's ``twist_frame`` is expected).
+        joint_names: names of ``joint_velocities``.
+        joint_velocities: job arm joint velocities [rad/s] (when ``twist`` is None), or None.
+    """
+
+    received_s: float
+    twist: np.ndarray | None = None
+    frame: str = ""
+    joint_names: tuple[str, ...] = ()
+    joint_velocities: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class MeasuredMargin:
+    """A measured stability margin [m] (positive inside the support polygon) and when it came [s]."""
+
+    value_m: float
+    received_s: float
+
+
+@dataclass(frozen=True)
+class Command:
+    """A cycle's command from the controller.
+
+    Attributes:
+        names: joint names (job arm, then the other arm).
+        position: commanded positions [rad] at the end of the cycle.
+        velocity: commanded velocities [rad/s].
+        momentum: ``[P; L]`` [N s, N m s] in the controller's momentum frame.
+        model_zmp: model ZMP ``[x, y]`` [m] in ``W``, or None (no ground, lift-off).
+        guard_scale: the job input's scale by the balance guard (1: free).
+        output: the controller's own output of the cycle.
+    """
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    momentum: np.ndarray
+    model_zmp: np.ndarray | None
+    guard_scale: float
+    output: Any
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A hold command: decelerating at the acceleration limits, then standing still.
+
+    Attributes:
+        names: joint names.
+        position: commanded positions [rad].
+        velocity: commanded velocities [rad/s] (zero once stopped).
+        reason: why the arms hold.
+        fresh: the command differs from the previous one (else there is nothing new to send).
+    """
+
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    reason: str
+    fresh: bool
+
+    @property
+    def stopped(self) -> bool:
+        """Every velocity is zero."""
+        return not bool(np.any(self.velocity))
+
+
+@dataclass
+class LoopStatus:
+    """The loop as diagnostics: a level (:data:`OK`, :data:`WARN`, :data:`ERROR`), a message, values."""
+
+    level: int
+    message: str
+    values: dict[str, object] = field(default_factory=dict)
+
+
+class ArmLoop:
+    """One arm-balance cycle at a time; see the module docstring.
+
+    Args:
+        controller: the mode's controller (its job arm and selection already set).
+        state: the measured state the node fills (its joints index the arm joints).
+        config: the tunables.
+    """
+
+    def __init__(self, controller: ArmController, state: MeasuredState,
+                 config: ArmLoopConfig | None = None) -> None:
+        self.controller = controller
+        self.config = config or ArmLoopConfig()
+        self.state = LoopState.WAITING
+        self.enabled = True
+        #: key (joint_states, job_input, guard, controller, ...) -> what is wrong now
+        self.problems: dict[str, str] = {}
+        self.last_output: Any = None
+        self.guard_scale = 1.0
+        self.cycles = 0
+        self.holds = 0
+        self._arm_idx = state.index(controller.names)
+        self._arm_q = (controller.names, state.q_index(controller.names))
+        self._state = state
+        # the last command sent (by name): where a hold starts and commanding resumes
+        self._cmd_names: tuple[str, ...] = ()
+        self._cmd_p = np.zeros(0)
+        self._cmd_v = np.zeros(0)
+        self._last_t: float | None = None
+        self._switched_s = -math.inf
+        self._job_order: tuple[tuple[str, ...], np.ndarray] | None = None
+        self.step_s: list[float] = []
+
+    # --- between cycles -------------------------------------------------------------------------
+
+    def set_config(self, config: ArmLoopConfig) -> None:
+        """New timeouts, guard margins or rate (from the next cycle)."""
+        self.config = config
+
+    def set_job_arm(self, job_arm: str, now_s: float) -> None:
+        """Make ``job_arm`` the job arm from the next cycle; job inputs received until ``now_s`` are
+        dropped (they were meant for the other arm)."""
+        if job_arm != self.controller.job_arm:
+            self.controller.set_job_arm(job_arm)
+            self._switched_s = now_s
+            self._job_order = None
+
+    def set_selection(self, selection: Sequence[str], secondary: Sequence[str] = ()) -> None:
+        """New held and secondary momentum rows (from the next cycle)."""
+        self.controller.set_selection(selection, secondary)
+
+    def set_enabled(self, enabled: bool) -> None:
+        """Disabled: the job input counts as zero (the job arm stops; balance goes on)."""
+        self.enabled = bool(enabled)
+
+    def restart(self) -> None:
+        """Activated again: the next cycle takes the nominal period and the job arm is enabled."""
+        self._last_t = None
+        self.enabled = True
+
+    def stop(self, reason: str) -> list[Hold]:
+        """The whole deceleration to standstill at the nominal period (deactivate, shutdown).
+
+        Empty when nothing is commanded (already held, or never commanded).
+        """
+        if self.state not in (LoopState.RUNNING, LoopState.STOPPING):
+            return []
+        self.state = LoopState.STOPPING
+        holds: list[Hold] = []
+        while not holds or not holds[-1].stopped:
+            hold = self._hold(reason, self.config.period_s)
+            if hold is None:
+                break
+            holds.append(hold)
+        return holds
+
+    # --- the cycle --------------------------------------------------------------------------------
+
+    def cycle(self, now_s: float, state: MeasuredState, job: JobInput | None,
+              margin: MeasuredMargin | None, *, stamp_s: float | None = None) -> Command | Hold | None:
+        """One cycle at ``now_s`` [s] (the clock the inputs were received on).
+
+        Args:
+            now_s: time now [s], on the clock of ``received_s`` and the joint times.
+            state: the latest measurement.
+            job: the latest job input, or None.
+            margin: the latest measured stability margin, or None.
+            stamp_s: the cycle's time for ``dt`` (a triggering joint state's stamp) [s];
+                default ``now_s``.
+
+        Returns:
+            The command; a hold when the arm joint states are missing or stale or the
+            controller failed; None when nothing was ever commanded and nothing can be.
+        """
+        t = now_s if stamp_s is None else stamp_s
+        nominal = self.config.period_s
+        dt = nominal if self._last_t is None else min(max(t - self._last_t, 0.5 * nominal),
+                                                      10.0 * nominal)
+        self._last_t = t
+        problem = self._state_problem(now_s, state)
+        if problem is not None:
+            self.problems["joint_states"] = problem
+            return self._hold(problem, dt)
+        self.problems.pop("joint_states", None)
+        q = state.q.copy()
+        if self.state is not LoopState.RUNNING:
+            velocity = None
+            if self._cmd_names:
+                q[self._arm_q_of(self.controller.names)] = self._by_name(self._cmd_p)
+                velocity = self._by_name(self._cmd_v)
+            self.controller.reset(q, velocity)
+            self.state = LoopState.RUNNING
+        inputs = self._job_input(now_s, job, margin, q)
+        start = time.perf_counter()
+        try:
+            out = self.controller.step(inputs, dt)
+        except HumanoidBalanceError as exc:
+            self.problems["controller"] = f"controller step failed: {exc}: holding"
+            return self._hold(str(exc), dt)
+        self.step_s.append(time.perf_counter() - start)
+        self.problems.pop("controller", None)
+        self.last_output = out
+        self.cycles += 1
+        self._cmd_names, self._cmd_p, self._cmd_v = out.names, out.position, out.velocity
+        return Command(out.names, out.position, out.velocity, out.momentum,
+                       self.controller.model_zmp(out), self.guard_scale, out)
+
+    def _arm_q_of(self, names: tuple[str, ...]) -> np.ndarray:
+        """Indices in ``q`` of the arm joints ``names`` (cached for the current order)."""
+        if names != self._arm_q[0]:
+            self._arm_q = (names, self._state.q_index(names))
+        return self._arm_q[1]
+
+    def _by_name(self, values: np.ndarray) -> np.ndarray:
+        """``values`` of the last command, in the controller's current joint order."""
+        names = self.controller.names
+        if names == self._cmd_names:
+            return values.copy()
+        index = {n: k for k, n in enumerate(self._cmd_names)}
+        return values[[index[n] for n in names]]
+
+    def _state_problem(self, now_s: float, state: MeasuredState) -> str | None:
+        times = state.joint_times_s[self._arm_idx]
+        never = np.isnan(times)
+        timeout = self.config.joint_state_timeout_s
+        if never.any():
+            missing = [state.joint_names[int(i)] for i in self._arm_idx[never]]
+            return f"joint states lack arm joints {missing}: holding"
+        oldest = now_s - float(times.min())
+        if oldest > timeout:
+            return (f"arm joint states are {oldest:.3f} s old, older than "
+                    f"joint_state_timeout={timeout} s: holding")
+        if self.controller.needs_base_pose and not (now_s - state.base_pose_time_s <= timeout):
+            return (f"no base pose on {self.config.base_pose_source} within joint_state_timeout="
+                    f"{timeout} s: holding")
+        return None
+
+    def _hold(self, reason: str, dt: float) -> Hold | None:
+        """The next hold command: decelerate at the acceleration limits, then stand still."""
+        if not self._cmd_names:
+            positions = self.controller.commanded_positions
+            if positions is None:
+                return None
+            self._cmd_names = self.controller.names
+            self._cmd_p, self._cmd_v = positions, np.zeros(len(positions))
+        was = self.state
+        if was is LoopState.HELD and not np.any(self._cmd_v):
+            return Hold(self._cmd_names, self._cmd_p, self._cmd_v, reason, fresh=False)
+        limits = self.controller.arm_limits
+        index = {n: k for k, n in enumerate(limits.names)}
+        accel = limits.acceleration[[index[n] for n in self._cmd_names]]
+        v = self._cmd_v
+        v_new = np.sign(v) * np.maximum(np.abs(v) - accel * dt, 0.0)
+        self._cmd_p = self._cmd_p + v_new * dt
+        self._cmd_v = v_new
+        self.state = LoopState.STOPPING if np.any(v_new) else LoopState.HELD
+        self.holds += 1
+        return Hold(self._cmd_names, self._cmd_p.copy(), v_new.copy(), reason, fresh=True)
+
+    def _job_input(self, now_s: float, job: JobInput | None, margin: MeasuredMargin | None,
+                   q: np.ndarray) -> RmcInput:
+        """The job input scaled by the guard; zero when disabled, stale, bad or from before a switch."""
+        inputs = RmcInput(q)
+        scale = self._guard(now_s, margin)
+        if job is None or job.received_s <= self._switched_s:
+            return inputs
+        problem = self._job_problem(job)
+        if problem is not None:
+            self.problems["job_input"] = problem
+            return inputs
+        if now_s - job.received_s > self.config.job_input_timeout_s:
+            if self.enabled:
+                self.problems["job_input"] = (
+                    f"job input older than job_input_timeout={self.config.job_input_timeout_s} s: "
+                    "job arm stopping")
+            return inputs
+        self.problems.pop("job_input", None)
+        if not self.enabled or scale <= 0.0:
+            return inputs
+        if job.twist is not None:
+            inputs.job_twist = job.twist * scale
+        elif job.joint_velocities is not None:
+            inputs.job_joint_velocities = job.joint_velocities[self._job_index(job)] * scale
+        return inputs
+
+    def _job_problem(self, job: JobInput) -> str | None:
+        if job.twist is not None:
+            expected = self.controller.twist_frame
+            if job.frame != expected:
+                return (f"job twist in frame {job.frame!r}, expected {expected!r}: ignored, job arm "
+                        "stopping")
+            if job.twist.shape != (6,) or not np.all(np.isfinite(job.twist)):
+                return "job twist has non-finite values: ignored, job arm stopping"
+            return None
+        velocity = job.joint_velocities
+        expected_names = self.controller.job_names
+        if velocity is None or set(job.joint_names) != set(expected_names) or \
+                velocity.shape != (len(job.joint_names),):
+            return (f"job joint velocities must name exactly {list(expected_names)} with one "
+                    f"velocity each; got {list(job.joint_names)}: ignored, job arm stopping")
+        if not np.all(np.isfinite(velocity)):
+            return "job joint velocities have non-finite values: ignored, job arm stopping"
+        return None
+
+    def _job_index(self, job: JobInput) -> np.ndarray:
+        if self._job_order is None or self._job_order[0] != job.joint_names:
+            names = job.joint_names
+            self._job_order = (names, np.array([names.index(n) for n in self.controller.job_names]))
+        return self._job_order[1]
+
+    def _guard(self, now_s: float, margin: MeasuredMargin | None) -> float:
+        """Job-input scale from the measured and predicted stability margins (1: free)."""
+        margins = []
+        if margin is not None and math.isfinite(margin.value_m) and \
+                now_s - margin.received_s <= self.config.margin_timeout_s:
+            margins.append(margin.value_m)
+        if self.last_output is not None:
+            predicted = self.controller.predicted_margin(self.last_output)
+            if predicted is not None:
+                margins.append(predicted)
+        if not margins:
+            self.guard_scale = 1.0
+            self.problems.pop("guard", None)
+            return 1.0
+        least = min(margins)
+        slow, hold = self.config.guard_slow_margin_m, self.config.guard_hold_margin_m
+        self.guard_scale = min(max((least - hold) / (slow - hold), 0.0), 1.0)
+        if self.guard_scale < 1.0:
+            what = "holding the job arm" if self.guard_scale == 0.0 else \
+                f"slowing the job arm to {100 * self.guard_scale:.0f} %"
+            self.problems["guard"] = f"stability margin {1e3 * least:.1f} mm: {what}"
+        else:
+            self.problems.pop("guard", None)
+        return self.guard_scale
+
+    # --- diagnostics ----------------------------------------------------------------------------
+
+    def status(self) -> LoopStatus:
+        """Level, message and values for the diagnostics (the step times since the last call)."""
+        values: dict[str, object] = {"commanding": self.state is LoopState.RUNNING,
+                                     "state": self.state.value, "enabled": self.enabled,
+                                     "cycles": self.cycles, "holds": self.holds,
+                                     "guard_scale": self.guard_scale}
+        if self.step_s:
+            steps = 1e6 * np.array(self.step_s)
+            values.update(step_us_median=float(np.median(steps)), step_us_max=float(steps.max()))
+            self.step_s.clear()
+        level = OK
+        message = "commanding" if self.state is LoopState.RUNNING else "waiting for joint states"
+        if self.last_output is not None:
+            report = self.controller.report(self.last_output)
+            values.update(report.values)
+            if report.warning is not None:
+                level, message = WARN, report.warning
+        if self.problems:
+            level = ERROR if "joint_states" in self.problems or "controller" in self.problems \
+                else WARN
+            message = "; ".join(self.problems.values())
+        for key, text in self.problems.items():
+            values[f"problem_{key}"] = text
+        return LoopStatus(level, message, values)
+
+
+# --- from arm_balance's parameters (humanoid_balance.params.arm_balance) ---------------------------
+
+
+def _rows(text: str) -> tuple[str, ...]:
+    return tuple(r.strip() for r in text.split(",") if r.strip())
+
+
+def ground_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
+    """``mode: ground``: RMC on the fixed-base humanoid, margins against the contact pads."""
+    model = RobotModel(v["urdf_path"] or str(package_urdf_path("humanoid")), world_frame="W",
+                       gravity=v["gravity"])
+    polygon = SupportPolygon.from_model(model).update_at(model, model.neutral())
+    return model, GroundArmController(
+        model, job_arm=v["job_arm"], selection=v["selection"], secondary=_rows(v["secondary"]),
+        reference_point=v["reference_point"], friction_coefficient=v["friction_coefficient"],
+        foot_distance=v["foot_distance"], damping_threshold=v["damping_threshold"],
+        max_damping=v["max_damping"], position_margin=v["position_margin"],
+        support_polygon=polygon)
+
+
+def free_floating_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
+    """``mode: free_floating``: the generalized Jacobian on the floating robot (seed 002)."""
+    model = RobotModel(v["urdf_path"] or str(package_urdf_path("space_robot")),
+                       floating_base=True, gravity=v["gravity"])
+    arms = {arm: model.group(group) for arm, group in ARMS.items()}
+    accel = {arm: [v["free_floating_acceleration_limit"]] * len(j) for arm, j in arms.items()}
+    return model, FreeFloatingArmController(
+        model, arms, {arm: f"{arm}_hand" for arm in ARMS}, job_arm=v["job_arm"],
+        rows=v["free_floating_rows"], acceleration_limits=accel,
+        position_margin=v["position_margin"])
+
+
+#: ``mode`` -> the builder of its model and controller
+CONTROLLERS = {"ground": ground_controller, "free_floating": free_floating_controller}
+
+
+def controller_from_parameters(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
+    """The model and the controller of ``v["mode"]`` from ``arm_balance``'s parameter values.
+
+    Raises:
+        ConfigurationError, ModelError: a value the controller refuses, a model that cannot load.
+    """
+    return CONTROLLERS[v["mode"]](v)
+
+
+def loop_config(v: Mapping[str, Any]) -> ArmLoopConfig:
+    """The loop's tunables from the parameter values."""
+    return ArmLoopConfig(
+        rate_hz=v["rate"], joint_state_timeout_s=v["joint_state_timeout"],
+        job_input_timeout_s=v["job_input_timeout"], margin_timeout_s=v["margin_timeout"],
+        guard_slow_margin_m=v["guard_slow_margin"], guard_hold_margin_m=v["guard_hold_margin"],
+        base_pose_source=v["base_pose_topic"])

@@ -1,0 +1,79 @@
+"""A motor node's command output, in the form its ``command_interface`` parameter names.
+
+The ROS side of :mod:`humanoid_balance.command_interface`: the publisher of
+the interface's message type on its topic, the writer for the joints being
+commanded (built again when they change, e.g. when the job arm switches), and
+the last command for a repeat (a lock-step simulation asks again for a
+period it already has an answer to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from rclpy.qos import QoSProfile
+
+from humanoid_balance import cdr
+from humanoid_balance.command_interface import CommandWriter, command_topic, command_writer, message_class
+
+__all__ = ["CommandOutput"]
+
+
+class CommandOutput:
+    """Commands of one node through its configured interface.
+
+    Args:
+        node: the (lifecycle) node; the publisher is a lifecycle publisher when it has
+            ``create_lifecycle_publisher``.
+        values: the node's parameter values (``command_interface``, ``command_topic``,
+            ``command_joints``).
+        node_topic: the node's own command topic (``joint_state``'s default).
+        names: the joints commanded at first (checked against ``command_joints`` now, so
+            that a wrong joint list fails configure, not the first cycle).
+        period_s: the control period [s] (a trajectory point's ``time_from_start``).
+        qos: the publisher's QoS.
+
+    Raises:
+        ConfigurationError: an unknown interface or a ``command_joints`` entry the node
+            does not command.
+    """
+
+    def __init__(self, node: Any, values: Mapping[str, Any], node_topic: str,
+                 names: Sequence[str], period_s: float, qos: QoSProfile) -> None:
+        self.interface: str = values["command_interface"]
+        self.topic = command_topic(self.interface, values["command_topic"], node_topic)
+        self._order = tuple(values["command_joints"])
+        self._period_s = period_s
+        self._writer: CommandWriter = command_writer(self.interface, names, period_s=period_s,
+                                                     joint_order=self._order)
+        create = getattr(node, "create_lifecycle_publisher", node.create_publisher)
+        self.publisher = create(message_class(self.interface), self.topic, qos)
+        self._last: bytes | None = None
+
+    @property
+    def is_activated(self) -> bool:
+        """Whether a publish goes out (a lifecycle publisher only while active)."""
+        return bool(getattr(self.publisher, "is_activated", True))
+
+    def publish(self, stamp_ns: int, names: Sequence[str], position: np.ndarray,
+                velocity: np.ndarray) -> None:
+        """One command for ``names``, stamped ``stamp_ns`` where the message has a stamp;
+        nothing while the publisher is not activated."""
+        if tuple(names) != self._writer.names:
+            self._writer = command_writer(self.interface, names, period_s=self._period_s,
+                                          joint_order=self._order)
+        data = self._writer.write(stamp_ns, position, velocity)
+        if self.is_activated:
+            self.publisher.publish(data)
+            self._last = data
+
+    def repeat(self, stamp_ns: int) -> None:
+        """The last command again (stamped ``stamp_ns`` where the message has a stamp);
+        nothing before the first."""
+        if self._last is None or not self.is_activated:
+            return
+        if self.interface == "joint_state":
+            self._last = cdr.with_stamp(self._last, stamp_ns)
+        self.publisher.publish(self._last)

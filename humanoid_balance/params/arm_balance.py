@@ -1,0 +1,100 @@
+"""Parameters of ``arm_balance`` (seeds 000, 002): the one place they are written.
+
+The dynamic ones (job arm, momentum rows, timeouts, guard margins) apply
+between two cycles (:class:`~humanoid_balance.core.arm_loop.ArmLoop`); the
+model, the mode, the rate and the controller's tunables are read at configure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from humanoid_balance.command_interface import command_params
+from humanoid_balance.params import Param, ParamSpec
+
+__all__ = ["SPEC", "YAML_HEADER", "rows_of"]
+
+YAML_HEADER = """\
+arm_balance: resolved momentum control of the two arms (seed 000; free_floating: seed 002)
+(ROS 2 parameter file)."""
+
+MOMENTUM_ROWS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
+VELOCITY_ROWS = ("vx", "vy", "vz", "wx", "wy", "wz")
+
+
+def rows_of(text: str) -> tuple[str, ...]:
+    """The momentum rows of a comma-separated string (``""``: none)."""
+    return tuple(r.strip() for r in text.split(",") if r.strip())
+
+
+def _distinct(name: str) -> Any:
+    def check(value: Any) -> str | None:
+        rows = list(rows_of(value) if isinstance(value, str) else value)
+        if len(set(rows)) != len(rows):
+            return f"{name}={rows}: a row is repeated"
+        if isinstance(value, str):
+            unknown = [r for r in rows if r not in MOMENTUM_ROWS]
+            if unknown:
+                return f"{name}: rows {unknown} unknown; expected rows of {list(MOMENTUM_ROWS)}"
+        return None
+    return check
+
+
+def _cross_check(v: Mapping[str, Any]) -> str | None:
+    overlap = sorted(set(v["selection"]) & set(rows_of(v["secondary"])))
+    if overlap:
+        return f"rows {overlap} would be both in selection and secondary"
+    if v["guard_hold_margin"] >= v["guard_slow_margin"]:
+        return (f"guard_hold_margin={v['guard_hold_margin']} must be below "
+                f"guard_slow_margin={v['guard_slow_margin']}")
+    return None
+
+
+_POS: dict[str, Any] = {"minimum": 0.0, "exclusive_minimum": True}
+_NON_NEG: dict[str, Any] = {"minimum": 0.0}
+
+SPEC = ParamSpec("arm_balance", [
+    Param("job_arm", "right", "the arm that does the job; the other balances", choices=("right", "left"),
+          dynamic=True),
+    Param("selection", ["Lx", "Ly"], "momentum rows held at zero (paper: Lx, Ly)",
+          choices=MOMENTUM_ROWS, min_length=1, dynamic=True, check=_distinct("selection")),
+    Param("secondary", "", "rows reduced best effort after selection, comma-separated "
+          "(e.g. 'Lz'); empty: none", dynamic=True, check=_distinct("secondary")),
+    Param("reference_point", "W", "point the momentum is taken about", choices=("W", "com")),
+    Param("mode", "ground", "ground: RMC (seed 000); free_floating: generalized Jacobian "
+          "(seed 002), job twist in 'world', the other hand still", choices=("ground", "free_floating")),
+    Param("rate", 500.0, "control rate", "Hz", **_POS),
+    Param("trigger", "timer", "timer, or joint_states: a cycle per /joint_states message "
+          "(at most rate, by the stamps) whose outputs carry its stamp (lock-step)",
+          choices=("timer", "joint_states")),
+    Param("gravity", 9.81, "gravity", "m/s^2", **_NON_NEG),
+    Param("friction_coefficient", 0.3, "mu, feet-floor (seed 000)", **_NON_NEG),
+    Param("foot_distance", 0.4, "C, between the foot centres (seed 000)", "m", **_POS),
+    Param("position_margin", 0.02, "kept from every arm joint's position limits", "rad",
+          **_NON_NEG),
+    Param("damping_threshold", 0.02, "smallest singular value of the job Jacobian where damping "
+          "starts", **_NON_NEG),
+    Param("max_damping", 0.05, "damping lambda at a singularity", **_NON_NEG),
+    Param("joint_state_timeout", 0.05, "older arm joint states (or base pose): the arms hold, "
+          "decelerating at their acceleration limits", "s", dynamic=True, **_POS),
+    Param("job_input_timeout", 0.1, "older job twist/velocities: the job arm stops", "s",
+          dynamic=True, **_POS),
+    Param("margin_timeout", 0.1, "older /zmp/stability_margin is not used by the guard", "s",
+          dynamic=True, **_POS),
+    Param("guard_slow_margin", 0.03, "stability margin (measured or predicted) where the job "
+          "arm slows", "m", dynamic=True, minimum=-1.0, maximum=1.0),
+    Param("guard_hold_margin", 0.01, "stability margin where the job arm stops and holds", "m",
+          dynamic=True, minimum=-1.0, maximum=1.0),
+    Param("urdf_path", "", "URDF; empty: the package's humanoid.urdf (free_floating: "
+          "space_robot.urdf)"),
+    Param("base_pose_topic", "/base_pose", "free_floating: base pose (PoseStamped, world); the "
+          "simulation's is /sim/base_pose"),
+    Param("free_floating_rows", ["vx", "vy"], "free_floating: hand velocity rows controlled",
+          choices=VELOCITY_ROWS, min_length=1, check=_distinct("free_floating_rows")),
+    Param("free_floating_acceleration_limit", 10.0, "free_floating: acceleration limit of every "
+          "arm joint (the space robot's joints have no table; ground mode uses seed 000's "
+          "Table 2)", "rad/s^2", **_POS),
+    Param("diagnostics_rate", 10.0, "diagnostics rate", "Hz", **_POS),
+    *command_params("/arm_balance/command"),
+], cross_check=_cross_check)
