@@ -95,7 +95,11 @@ class SwingDriver:
         from humanoid_balance.nodes.common import stamp_msg
 
         t_ns = header_stamp_ns(data)
-        if t_ns <= self.last_ns:
+        # a repeated stamp is answered again: before time runs, the t = 0 state is republished
+        # until every lock-step topic answered, and an answer sent before mujoco_sim matched
+        # this publisher (discovery, slow on a loaded machine) is lost: skipping it stalled
+        # the start for good (a 12 s soak simulated 0 s at load 10)
+        if t_ns < self.last_ns:
             return
         self.last_ns = t_ns
         t = t_ns * 1e-9 + self.period_s
@@ -178,8 +182,17 @@ def _on_diagnostics(result: SoakResult, msg: Any) -> None:
             result.warnings += 1
 
 
-def soak(seconds: float, log_dir: Path, *, progress: bool = True) -> SoakResult:
-    """Run the soak for ``seconds`` of wall time (after bring-up); the measured :class:`SoakResult`."""
+def soak(seconds: float, log_dir: Path, *, progress: bool = True,
+         warm_up_s: float | None = None) -> SoakResult:
+    """Run the soak for ``seconds`` of wall time (after bring-up); the measured :class:`SoakResult`.
+
+    Args:
+        seconds: wall time of the run after bring-up [s].
+        log_dir: where the nodes' logs go.
+        progress: print a line every minute.
+        warm_up_s: wall time before the first memory sample [s] (None: a tenth of the run, at
+            least 10 s); the memory is sampled every :data:`SAMPLE_PERIOD_S` at most.
+    """
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.context import Context
@@ -191,7 +204,7 @@ def soak(seconds: float, log_dir: Path, *, progress: bool = True) -> SoakResult:
 
     from humanoid_balance.graph import LOCK_STEP_RATE_HZ
 
-    result = SoakResult(warm_up_s=max(10.0, seconds / 10.0))
+    result = SoakResult(warm_up_s=max(10.0, seconds / 10.0) if warm_up_s is None else warm_up_s)
     nodes = soak_graph()
     context = Context()
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
@@ -235,7 +248,8 @@ def soak(seconds: float, log_dir: Path, *, progress: bool = True) -> SoakResult:
         warm_taken = False
         next_report = start + 60.0
         while (now := time.monotonic()) - start < seconds:
-            spin(min(SAMPLE_PERIOD_S, seconds - (now - start)))
+            until_warm = result.warm_up_s - (now - start) if not warm_taken else math.inf
+            spin(max(0.0, min(SAMPLE_PERIOD_S, seconds - (now - start), until_warm)))
             dead = [p.name for p in processes if not p.alive()]
             if dead:
                 raise RuntimeError(f"{dead} exited during the soak")

@@ -96,3 +96,17 @@ def test_spec_rules() -> None:
                         configured=True) == "rate too high for b"
     with pytest.raises(ValueError):
         Param("bad", 0.0, "a default outside its own range", minimum=1.0)
+
+
+def test_arm_balance_posture_defaults_are_the_controllers() -> None:
+    """arm_balance's aux posture defaults equal RmcController's (one figure, two files)."""
+    import numpy as np
+
+    from humanoid_balance.core import rmc
+
+    spec = spec_for("arm_balance")
+    np.testing.assert_allclose(np.deg2rad(spec["aux_posture"].default), rmc.AUX_READY_POSTURE,
+                               atol=1e-12)
+    assert (spec["aux_posture_gain"].default, spec["aux_posture_speed"].default,
+            spec["aux_posture_acceleration"].default) == (
+        rmc.POSTURE_GAIN, rmc.POSTURE_SPEED, rmc.POSTURE_ACCELERATION)

@@ -339,11 +339,17 @@ class StrikeDriver:
         self._answer(header_stamp_ns(data))
 
     def _answer(self, period_ns: int) -> None:
-        """Publish the input for ``period_ns + period``, stamped ``period_ns`` (once per period)."""
+        """Publish the input for ``period_ns + period``, stamped ``period_ns``.
+
+        A repeated period is answered again (the same input): before time runs the
+        simulation republishes its t = 0 state until every lock-step topic answered, and an
+        answer sent before ``mujoco_sim`` matched this publisher is lost; skipping the repeat
+        stalled the start for good (seen in the soak at load 10). Older periods are ignored.
+        """
         from humanoid_balance.nodes.common import stamp_msg
 
         if not self.started or (self.last_answered_ns is not None
-                                and period_ns <= self.last_answered_ns):
+                                and period_ns < self.last_answered_ns):
             return
         if self.origin_ns is None:
             self.origin_ns = period_ns
@@ -419,6 +425,7 @@ def _sim_period_ns(node: GraphNode) -> int:
 
 def _graph(args: argparse.Namespace, spec: RunSpec) -> list[GraphNode]:
     from humanoid_balance.core.strike_trajectory import AUX_START_DEG, RIGHT_INITIAL_DEG, arm_pose
+    from humanoid_balance.params.arm_balance import SPEC as ARM_SPEC
 
     rtf = args.real_time_factor
     if rtf is None:
@@ -427,7 +434,10 @@ def _graph(args: argparse.Namespace, spec: RunSpec) -> list[GraphNode]:
         real_time_factor=rtf, sensor_noise=args.sensor_noise, lock_step=not args.free_running,
         rmc=spec.rmc, waist=not args.no_waist,
         extra_lock_step_topics=[f"{spec.job_topic}:{JOINT_STATE_TYPE}"])
-    initial = {**arm_pose("right", RIGHT_INITIAL_DEG), **arm_pose("left", AUX_START_DEG)}
+    # with RMC the aux arm starts at arm_balance's ready posture (the posture task holds it there;
+    # from elsewhere it could not reach it with Lx, Ly held); without RMC at the seed's start pose
+    aux = ARM_SPEC["aux_posture"].default if spec.rmc else AUX_START_DEG
+    initial = {**arm_pose("right", RIGHT_INITIAL_DEG), **arm_pose("left", aux)}
     out = []
     for node in nodes:
         if node.name == "mujoco_sim":  # the strike's initial arm poses

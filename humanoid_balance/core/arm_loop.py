@@ -22,11 +22,16 @@ yet). It owns:
       s = \\operatorname{clip}\\left(\\frac{m - m_{hold}}{m_{slow} - m_{hold}}, 0, 1\\right)
 
   so the job arm slows from ``guard_slow_margin_m`` and stops at ``guard_hold_margin_m``;
-* **dt**: the time since the last cycle (by the cycle stamps), clamped to
-  ``[0.5, 10]`` nominal periods (a longer gap is a stale input: the arms hold);
+* **dt** (:meth:`ArmLoop._steps`): timer cycles integrate whole nominal periods on a
+  grid, as many as passed since the last cycle (at most :data:`MAX_STEPS`; a tick less
+  than half a period after the last is skipped), and the command is for the grid's
+  time (:attr:`Command.time_s`, its stamp): every step has the period the velocity
+  limits assume and a command moves as far as its stamp says (issue 12: a jittery
+  timer stepped beyond the acceleration limits). A lock-step cycle integrates the time
+  since the last stamp (at most :data:`MAX_STEPS` periods);
 * **holds**: a hold starts from the last commanded positions and velocities and
-  decelerates every joint at its acceleration limit (``v <- v - sign(v) min(|v|,
-  a dt)``, ``p <- p + v dt``) until all stand still; a command never steps a
+  decelerates every joint at its acceleration limit (``v' = v - sign(v) min(|v|,
+  a dt)``, ``p' = p + (v + v') dt / 2``) until all stand still; a command never steps a
   velocity to zero. Commanding resumes from the held positions and the current
   hold velocities, matched **by joint name** (the job arm may have changed
   meanwhile);
@@ -41,13 +46,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 import numpy as np
 
-from humanoid_balance.core.arm_controller import ArmController, GroundArmController
+from humanoid_balance.core.arm_controller import ArmController, GroundArmController, trapezoid_step
 from humanoid_balance.core.free_floating import FreeFloatingArmController
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import ARMS, RmcInput
@@ -57,6 +62,10 @@ from humanoid_balance.resources import urdf_path as package_urdf_path
 
 __all__ = [
     "ERROR",
+    "JOB_TWIST_LIMITS",
+    "JOB_VELOCITY_LIMIT_FACTOR",
+    "MAX_STEPS",
+    "MEASURED_LIMIT_TOLERANCE_RAD",
     "OK",
     "WARN",
     "ArmLoop",
@@ -72,6 +81,16 @@ __all__ = [
 
 #: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
 OK, WARN, ERROR = 0, 1, 2
+#: rad a measured joint may be beyond its position limits (encoders past a soft stop, a
+#: simulation's joint limit); further, the sample is implausible and refused (issue 12)
+MEASURED_LIMIT_TOLERANCE_RAD = 0.5
+#: m/s, rad/s: a job twist faster than these (hand speeds no arm reaches) is refused; the
+#: controller scales any plausible one to the joint limits
+JOB_TWIST_LIMITS = (10.0, 100.0)
+#: a job joint velocity above this many times the joint's speed limit is refused
+JOB_VELOCITY_LIMIT_FACTOR = 10.0
+#: a cycle integrates at most this many nominal periods (a longer gap is a stale input)
+MAX_STEPS = 10
 
 
 class LoopState(Enum):
@@ -136,10 +155,18 @@ class MeasuredState:
         q_index: index of each joint in ``q`` (``RobotModel.q_index(joint_names)``).
         q: the configuration before any measurement (``RobotModel.neutral()``):
             joints never measured stay there.
+        limits: lower and upper position limits [rad] of ``joint_names``
+            (``RobotModel.position_limits``), or None: a sample putting a joint further
+            than :data:`MEASURED_LIMIT_TOLERANCE_RAD` beyond them is refused.
     """
 
-    def __init__(self, joint_names: Sequence[str], q_index: np.ndarray, q: np.ndarray) -> None:
+    def __init__(self, joint_names: Sequence[str], q_index: np.ndarray, q: np.ndarray,
+                 limits: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.joint_names = tuple(joint_names)
+        n = len(self.joint_names)
+        lower, upper = (np.full(n, -np.inf), np.full(n, np.inf)) if limits is None else limits
+        self._lower = np.asarray(lower, dtype=float) - MEASURED_LIMIT_TOLERANCE_RAD
+        self._upper = np.asarray(upper, dtype=float) + MEASURED_LIMIT_TOLERANCE_RAD
         self.q = np.array(q, dtype=float)
         #: time [s] each joint was last measured; NaN: never
         self.joint_times_s = np.full(len(self.joint_names), np.nan)
@@ -160,8 +187,9 @@ class MeasuredState:
     def update_joints(self, names: tuple[str, ...], position: np.ndarray, now_s: float) -> str | None:
         """Take a joint-state sample received at ``now_s`` [s]; why it was refused, or None.
 
-        Unknown joint names are skipped; a sample with a non-finite position or a
-        size that does not match its names is refused whole.
+        Unknown joint names are skipped; a sample with a non-finite position, a joint
+        beyond its limits by more than :data:`MEASURED_LIMIT_TOLERANCE_RAD`, or a size
+        that does not match its names is refused whole.
         """
         if position.shape != (len(names),):
             return f"joint states have {position.size} positions for {len(names)} names: ignored"
@@ -177,6 +205,12 @@ class MeasuredState:
                 self._cache[names] = cached
         msg_idx, joint_idx, q_idx = cached
         values = position[msg_idx]
+        beyond = (values < self._lower[joint_idx]) | (values > self._upper[joint_idx])
+        if beyond.any():
+            far = {self.joint_names[int(j)]: float(v) for j, v in
+                   zip(joint_idx[beyond], values[beyond], strict=True)}
+            return (f"joint states put {far} beyond their limits by more than "
+                    f"{MEASURED_LIMIT_TOLERANCE_RAD} rad: ignored")
         self.joint_times_s[joint_idx] = now_s
         self.q[q_idx] = values
         return None
@@ -237,6 +271,7 @@ class Command:
         model_zmp: model ZMP ``[x, y]`` [m] in ``W``, or None (no ground, lift-off).
         guard_scale: the job input's scale by the balance guard (1: free).
         output: the controller's own output of the cycle.
+        time_s: the time [s] the command is for (its stamp), on the cycle's clock.
     """
 
     names: tuple[str, ...]
@@ -246,6 +281,7 @@ class Command:
     model_zmp: np.ndarray | None
     guard_scale: float
     output: Any
+    time_s: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -258,6 +294,7 @@ class Hold:
         velocity: commanded velocities [rad/s] (zero once stopped).
         reason: why the arms hold.
         fresh: the command differs from the previous one (else there is nothing new to send).
+        time_s: the time [s] the command is for (its stamp), on the cycle's clock.
     """
 
     names: tuple[str, ...]
@@ -265,6 +302,7 @@ class Hold:
     velocity: np.ndarray
     reason: str
     fresh: bool
+    time_s: float = math.nan
 
     @property
     def stopped(self) -> bool:
@@ -309,7 +347,8 @@ class ArmLoop:
         self._cmd_names: tuple[str, ...] = ()
         self._cmd_p = np.zeros(0)
         self._cmd_v = np.zeros(0)
-        self._last_t: float | None = None
+        self._last_t: float | None = None  # the end [s] of the last cycle
+        self._grid: tuple[float, int] = (0.0, 0)  # timer cycles end at grid[0] + k period
         self._switched_s = -math.inf
         self._job_order: tuple[tuple[str, ...], np.ndarray] | None = None
         self.step_s: list[float] = []
@@ -351,11 +390,46 @@ class ArmLoop:
         self.state = LoopState.STOPPING
         holds: list[Hold] = []
         while not holds or not holds[-1].stopped:
+            if self._last_t is not None:
+                self._advance(1)
             hold = self._hold(reason, self.config.period_s)
             if hold is None:
                 break
             holds.append(hold)
         return holds
+
+    def _advance(self, steps: int) -> None:
+        """The timer grid ``steps`` periods on (it ends :attr:`_last_t`)."""
+        start, count = self._grid
+        self._grid = (start, count + steps)
+        self._last_t = start + (count + steps) * self.config.period_s
+
+    def _steps(self, now_s: float, stamp_s: float | None) -> tuple[int, float]:
+        """The cycle's controller steps and their period [s] (0 steps: skip the cycle).
+
+        Lock-step (``stamp_s``): one step over the time since the last stamp (at most
+        :data:`MAX_STEPS` periods). Timer: whole nominal periods on a grid, as many as
+        passed since the last cycle (a late timer catches up, a tick less than half a
+        period after the last is skipped), so that a command's stamp is the end of the
+        periods it integrated and every step has the period the velocity limits assume;
+        a gap longer than :data:`MAX_STEPS` periods starts the grid anew.
+        """
+        period = self.config.period_s
+        last = self._last_t
+        if stamp_s is not None:
+            dt = period if last is None or stamp_s <= last else min(stamp_s - last,
+                                                                    MAX_STEPS * period)
+            self._grid, self._last_t = (stamp_s, 0), stamp_s
+            return 1, dt
+        if last is None or now_s < last:  # the first cycle, or the clock went back (a restart)
+            self._grid, self._last_t = (now_s, 0), now_s
+            return 1, period
+        steps = round((now_s - last) / period)
+        if steps > MAX_STEPS:
+            self._grid, self._last_t = (now_s, 0), now_s
+            return MAX_STEPS, period
+        self._advance(steps)
+        return steps, period
 
     # --- the cycle --------------------------------------------------------------------------------
 
@@ -373,17 +447,16 @@ class ArmLoop:
 
         Returns:
             The command; a hold when the arm joint states are missing or stale or the
-            controller failed; None when nothing was ever commanded and nothing can be.
+            controller failed; None when nothing was ever commanded and nothing can be, or
+            when the cycle comes less than half a nominal period after the last (skipped).
         """
-        t = now_s if stamp_s is None else stamp_s
-        nominal = self.config.period_s
-        dt = nominal if self._last_t is None else min(max(t - self._last_t, 0.5 * nominal),
-                                                      10.0 * nominal)
-        self._last_t = t
+        steps, dt = self._steps(now_s, stamp_s)
+        if steps == 0:
+            return None
         problem = self._state_problem(now_s, state)
         if problem is not None:
             self.problems["joint_states"] = problem
-            return self._hold(problem, dt)
+            return self._holds(problem, steps, dt)
         self.problems.pop("joint_states", None)
         q = state.q.copy()
         if self.state is not LoopState.RUNNING:
@@ -396,17 +469,23 @@ class ArmLoop:
         inputs = self._job_input(now_s, job, margin, q)
         start = time.perf_counter()
         try:
-            out = self.controller.step(inputs, dt)
+            for _ in range(steps):
+                out = self.controller.step(inputs, dt)
         except HumanoidBalanceError as exc:
             self.problems["controller"] = f"controller step failed: {exc}: holding"
-            return self._hold(str(exc), dt)
+            return self._holds(self.problems["controller"], steps, dt)
+        except (ArithmeticError, ValueError) as exc:  # numpy's LinAlgError is a ValueError
+            # a numerical failure must not end the node (no command at all): hold, named
+            self.problems["controller"] = (f"controller step failed ({type(exc).__name__}: "
+                                           f"{exc}): holding")
+            return self._holds(self.problems["controller"], steps, dt)
         self.step_s.append(time.perf_counter() - start)
         self.problems.pop("controller", None)
         self.last_output = out
         self.cycles += 1
         self._cmd_names, self._cmd_p, self._cmd_v = out.names, out.position, out.velocity
         return Command(out.names, out.position, out.velocity, out.momentum,
-                       self.controller.model_zmp(out), self.guard_scale, out)
+                       self.controller.model_zmp(out), self.guard_scale, out, self._time_s())
 
     def _arm_q_of(self, names: tuple[str, ...]) -> np.ndarray:
         """Indices in ``q`` of the arm joints ``names`` (cached for the current order)."""
@@ -438,6 +517,14 @@ class ArmLoop:
                     f"{timeout} s: holding")
         return None
 
+    def _holds(self, reason: str, steps: int, dt: float) -> Hold | None:
+        """``steps`` hold steps of ``dt`` [s]; the last (fresh when any was)."""
+        hold, fresh = None, False
+        for _ in range(steps):
+            hold = self._hold(reason, dt)
+            fresh = fresh or (hold is not None and hold.fresh)
+        return None if hold is None else replace(hold, fresh=fresh)
+
     def _hold(self, reason: str, dt: float) -> Hold | None:
         """The next hold command: decelerate at the acceleration limits, then stand still."""
         if not self._cmd_names:
@@ -448,17 +535,22 @@ class ArmLoop:
             self._cmd_p, self._cmd_v = positions, np.zeros(len(positions))
         was = self.state
         if was is LoopState.HELD and not np.any(self._cmd_v):
-            return Hold(self._cmd_names, self._cmd_p, self._cmd_v, reason, fresh=False)
+            return Hold(self._cmd_names, self._cmd_p, self._cmd_v, reason, False,
+                        self._time_s())
         limits = self.controller.arm_limits
         index = {n: k for k, n in enumerate(limits.names)}
         accel = limits.acceleration[[index[n] for n in self._cmd_names]]
         v = self._cmd_v
         v_new = np.sign(v) * np.maximum(np.abs(v) - accel * dt, 0.0)
-        self._cmd_p = self._cmd_p + v_new * dt
+        self._cmd_p = self._cmd_p + 0.5 * (v + v_new) * dt  # trapezoid: as the joint decelerates
         self._cmd_v = v_new
         self.state = LoopState.STOPPING if np.any(v_new) else LoopState.HELD
         self.holds += 1
-        return Hold(self._cmd_names, self._cmd_p.copy(), v_new.copy(), reason, fresh=True)
+        return Hold(self._cmd_names, self._cmd_p.copy(), v_new.copy(), reason, True,
+                    self._time_s())
+
+    def _time_s(self) -> float:
+        return math.nan if self._last_t is None else self._last_t
 
     def _job_input(self, now_s: float, job: JobInput | None, margin: MeasuredMargin | None,
                    q: np.ndarray) -> RmcInput:
@@ -494,6 +586,11 @@ class ArmLoop:
                         "stopping")
             if job.twist.shape != (6,) or not np.all(np.isfinite(job.twist)):
                 return "job twist has non-finite values: ignored, job arm stopping"
+            speeds = (float(np.linalg.norm(job.twist[:3])), float(np.linalg.norm(job.twist[3:])))
+            if speeds[0] > JOB_TWIST_LIMITS[0] or speeds[1] > JOB_TWIST_LIMITS[1]:
+                return (f"job twist of {speeds[0]:.3g} m/s, {speeds[1]:.3g} rad/s is beyond any hand "
+                        f"speed ({JOB_TWIST_LIMITS[0]:g} m/s, {JOB_TWIST_LIMITS[1]:g} rad/s): "
+                        "ignored, job arm stopping")
             return None
         velocity = job.joint_velocities
         expected_names = self.controller.job_names
@@ -503,6 +600,12 @@ class ArmLoop:
                     f"velocity each; got {list(job.joint_names)}: ignored, job arm stopping")
         if not np.all(np.isfinite(velocity)):
             return "job joint velocities have non-finite values: ignored, job arm stopping"
+        limits = self.controller.arm_limits
+        speed = dict(zip(limits.names, limits.velocity, strict=True))
+        bound = np.array([JOB_VELOCITY_LIMIT_FACTOR * speed[n] for n in job.joint_names])
+        if np.any(np.abs(velocity) > bound):
+            return (f"job joint velocities above {JOB_VELOCITY_LIMIT_FACTOR:g} times the joints' "
+                    "speed limits: ignored, job arm stopping")
         return None
 
     def _job_index(self, job: JobInput) -> np.ndarray:
@@ -514,8 +617,15 @@ class ArmLoop:
     def _guard(self, now_s: float, margin: MeasuredMargin | None) -> float:
         """Job-input scale from the measured and predicted stability margins (1: free)."""
         margins = []
-        if margin is not None and math.isfinite(margin.value_m) and \
-                now_s - margin.received_s <= self.config.margin_timeout_s:
+        self.problems.pop("margin", None)
+        if margin is not None and now_s - margin.received_s > self.config.margin_timeout_s:
+            self.problems["margin"] = (
+                f"measured stability margin older than margin_timeout={self.config.margin_timeout_s}"
+                " s: the guard uses the model's margin only")
+        elif margin is not None and not math.isfinite(margin.value_m):
+            self.problems["margin"] = (f"measured stability margin {margin.value_m}: not finite, "
+                                       "ignored; the guard uses the model's margin only")
+        elif margin is not None:
             margins.append(margin.value_m)
         if self.last_output is not None:
             predicted = self.controller.predicted_margin(self.last_output)
@@ -550,6 +660,8 @@ class ArmLoop:
             self.step_s.clear()
         level = OK
         message = "commanding" if self.state is LoopState.RUNNING else "waiting for joint states"
+        if not self.enabled:
+            message += ", the job arm disabled (/arm_balance/enable): it holds"
         if self.last_output is not None:
             report = self.controller.report(self.last_output)
             values.update(report.values)
@@ -581,7 +693,18 @@ def ground_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
         reference_point=v["reference_point"], friction_coefficient=v["friction_coefficient"],
         foot_distance=v["foot_distance"], damping_threshold=v["damping_threshold"],
         max_damping=v["max_damping"], position_margin=v["position_margin"],
-        support_polygon=polygon)
+        support_polygon=polygon, aux_posture=tuple(np.deg2rad(v["aux_posture"])),
+        posture_gain=v["aux_posture_gain"], posture_speed=v["aux_posture_speed"],
+        posture_acceleration=v["aux_posture_acceleration"])
+
+
+class TrapezoidFreeFloatingController(FreeFloatingArmController):
+    """:class:`FreeFloatingArmController` whose positions integrate the mean of the previous and
+    the new velocity (:func:`~humanoid_balance.core.arm_controller.trapezoid_step`, issue 12)."""
+
+    def step(self, inputs: RmcInput, dt: float) -> Any:
+        """One cycle of ``dt`` [s]; positions by the trapezoid rule."""
+        return trapezoid_step(self, super().step, inputs, dt)
 
 
 def free_floating_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
@@ -590,7 +713,7 @@ def free_floating_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmContr
                        floating_base=True, gravity=v["gravity"])
     arms = {arm: model.group(group) for arm, group in ARMS.items()}
     accel = {arm: [v["free_floating_acceleration_limit"]] * len(j) for arm, j in arms.items()}
-    return model, FreeFloatingArmController(
+    return model, TrapezoidFreeFloatingController(
         model, arms, {arm: f"{arm}_hand" for arm in ARMS}, job_arm=v["job_arm"],
         rows=v["free_floating_rows"], acceleration_limits=accel,
         position_margin=v["position_margin"])

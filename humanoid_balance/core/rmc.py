@@ -60,6 +60,21 @@ ARMS: dict[str, str] = {"right": "right_arm", "left": "left_arm"}
 REFERENCE_POINTS = ("W", "com")
 #: The paper's selection (seed 000, eq. 5).
 PAPER_SELECTION: tuple[str, ...] = ("Lx", "Ly")
+#: The aux arm's ready posture [rad] in arm-joint order (shoulder pitch, roll, yaw, elbow, wrist
+#: yaw, roll, pitch) with the right arm's signs (mirrored for the left arm, as
+#: :func:`~humanoid_balance.core.strike_trajectory.arm_pose`): the hand in front of the chest,
+#: across the body's midline. With the arm's mass near the midline, the motion that holds
+#: ``Lx, Ly`` adds little ``Lz`` (a point mass at ``r`` makes ``L`` normal to ``r``, so
+#: cancelling ``Ly`` from ``y = 0.2 m`` adds ``Lz ~ y / z Ly`` of the same sign as the job
+#: arm's): on the seed strike the peak ``|dLz/dt|`` drops from 32.4 to about 17 N m.
+AUX_READY_POSTURE: tuple[float, ...] = tuple(
+    float(np.deg2rad(v)) for v in (-36.0, 7.0, 63.0, 89.0, -49.0, 58.0, 11.0))
+#: Default gain [1/s] of the aux posture task (0: off, the paper's pure eq. 6).
+POSTURE_GAIN = 2.0
+#: Default speed cap [rad/s] of the aux posture task's joint velocities.
+POSTURE_SPEED = 0.5
+#: Default rate [rad/s^2] at which the posture velocity may change (a smooth start and stop).
+POSTURE_ACCELERATION = 2.0
 #: Weight of ``s - 1`` (the job scale's shortfall) in the limited solve: below the held rows'
 #: ``primary_weight``, above the secondary rows (weight 1).
 SCALE_WEIGHT = 1e3
@@ -91,6 +106,22 @@ def selection_rows(rows: Sequence[str]) -> tuple[str, ...]:
     """The selected row names, validated, in :data:`MOMENTUM_ROWS` order."""
     s = selection_matrix(rows)
     return tuple(MOMENTUM_ROWS[int(np.argmax(r))] for r in s)
+
+
+def _check_posture(posture: Sequence[float] | None) -> tuple[float, ...] | None:
+    """7 finite angles [rad] as a tuple, or None.
+
+    Raises:
+        ConfigurationError: not 7 finite numbers.
+    """
+    if posture is None:
+        return None
+    values = np.asarray(posture, dtype=float)
+    if values.shape != (7,) or not np.all(np.isfinite(values)):
+        raise ConfigurationError(
+            f"aux_posture={list(posture)}: expected 7 finite angles [rad] (shoulder pitch, roll, "
+            "yaw, elbow, wrist yaw, roll, pitch; right-arm signs), or None for no posture task")
+    return tuple(float(v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -455,8 +486,18 @@ class RmcController:
        :func:`damped_least_squares` (exact pseudo-inverse while the smallest
        singular value is above ``damping_threshold``), or the given joint
        velocities.
-    3. Aux arm: ``qd_aux = -(S A_aux)^+ S A_job qd_job`` (eq. 6); with
-       ``secondary`` rows, plus the null-space motion that reduces them.
+    3. Aux arm: ``qd_aux = -(S A_aux)^+ S A_job qd_job + N v_p`` (eq. 6) with
+       ``N = I - B^+ B`` the null space of ``B = S A_aux`` and ``v_p`` the posture
+       velocity that brings the aux arm to ``aux_posture``,
+       ``v_p = k (q_p - q_aux)`` (gain ``posture_gain``, scaled down to at most
+       ``posture_speed``, changing by at most ``posture_acceleration dt`` per cycle;
+       ``N v_p`` is the velocity nearest ``v_p`` that keeps the held rows); with
+       ``secondary`` rows, plus the null-space motion that reduces them (before the
+       posture). The held rows always stay exact, so the posture is approached only
+       within their null space: from a pose far from it (with ``Lx, Ly`` held at zero
+       the arm cannot be raised forward) the aux arm stops where the remaining error
+       lies in the rows' range; the robot should stand with the aux arm at its
+       posture (as the strike experiment does).
     4. Limits: each arm's velocities must lie in the box of
        :func:`~humanoid_balance.core.joint_limits.velocity_box` (position with
        ``position_margin``, velocity, acceleration). When the exact solution of
@@ -507,6 +548,15 @@ class RmcController:
             ``balance_exact`` is False). Empty: off (the paper's method).
         primary_weight: weight of the held rows over the secondary rows in that
             bounded solve.
+        aux_posture: the aux arm's posture [rad], 7 angles in arm-joint order with
+            the right arm's signs (mirrored for the left arm), which the aux arm
+            approaches in the null space of the held rows (default
+            :data:`AUX_READY_POSTURE`, where holding ``Lx, Ly`` adds little ``Lz``);
+            None: no posture task.
+        posture_gain: ``k`` [1/s] of the posture task; 0: off (the paper's pure
+            eq. 6, the aux arm moves only to hold the rows).
+        posture_speed: largest joint speed [rad/s] of the posture velocity ``v_p``.
+        posture_acceleration: largest change rate [rad/s^2] of ``v_p``.
     """
 
     def __init__(
@@ -526,6 +576,10 @@ class RmcController:
         regularisation: float = 1e-4,
         secondary: Sequence[str] = (),
         primary_weight: float = 1e6,
+        aux_posture: Sequence[float] | None = AUX_READY_POSTURE,
+        posture_gain: float = POSTURE_GAIN,
+        posture_speed: float = POSTURE_SPEED,
+        posture_acceleration: float = POSTURE_ACCELERATION,
     ) -> None:
         if model.floating_base:
             raise ConfigurationError(
@@ -536,7 +590,8 @@ class RmcController:
                                   ("damping_threshold", damping_threshold, 0.0),
                                   ("max_damping", max_damping, 0.0),
                                   ("position_margin", position_margin, 0.0),
-                                  ("regularisation", regularisation, 0.0)):
+                                  ("regularisation", regularisation, 0.0),
+                                  ("posture_gain", posture_gain, 0.0)):
             if not np.isfinite(value) or value < low:
                 raise ConfigurationError(f"{label}={value} must be finite and >= {low}")
         if reference_point not in REFERENCE_POINTS:
@@ -574,6 +629,14 @@ class RmcController:
         self._gravity = model.gravity
         self._moving_share = (self._mass - self._welded_mass) / self._mass
         self._welded_part = self._welded_mass * self._welded_lever / self._mass
+        for label, value, unit in (("posture_speed", posture_speed, "rad/s"),
+                                   ("posture_acceleration", posture_acceleration, "rad/s^2")):
+            if not math.isfinite(value) or value <= 0:
+                raise ConfigurationError(f"{label}={value} must be finite and > 0 {unit}")
+        self.posture_gain = float(posture_gain)
+        self.posture_speed = float(posture_speed)
+        self.posture_acceleration = float(posture_acceleration)
+        self.aux_posture: tuple[float, ...] | None = _check_posture(aux_posture)
         self.job_arm = job_arm
         self._configure_arms(job_arm)
         if not np.isfinite(primary_weight) or primary_weight <= 0:
@@ -586,6 +649,7 @@ class RmcController:
         self._qd_prev = np.zeros(len(self._names))
         self._h_prev_w = np.zeros(6)
         self._last_scale = 1.0
+        self._posture_prev = np.zeros(len(self._aux_names))
 
     # --- configuration (between cycles) -------------------------------------
 
@@ -603,6 +667,70 @@ class RmcController:
         self._hand_frame = m.frame_id(f"{job_arm}_hand")
         self._limits = self._all_limits.subset([self._limit_index[n] for n in self._names])
         self._boxer = VelocityBoxer(self._limits, self.position_margin)
+        self._posture_target = self._aux_posture_target(self.aux_posture)
+
+    def _aux_posture_target(self, posture: tuple[float, ...] | None) -> np.ndarray | None:
+        """The aux arm's posture [rad] in :attr:`aux_names` order, checked against its limits."""
+        if posture is None:
+            return None
+        from humanoid_balance.core.strike_trajectory import ARM_JOINTS, MIRRORED
+
+        side = self._aux_names[0].split("_", 1)[0]
+        sign = {j: (-1.0 if side == "left" and j in MIRRORED else 1.0) for j in ARM_JOINTS}
+        by_name = {f"{side}_{j}": sign[j] * v for j, v in zip(ARM_JOINTS, posture, strict=True)}
+        missing = [n for n in self._aux_names if n not in by_name]
+        if missing:
+            raise ConfigurationError(f"aux_posture has no angle for joints {missing}")
+        target = np.array([by_name[n] for n in self._aux_names])
+        nj = self._n_job
+        lower = self._limits.lower[nj:] + self.position_margin
+        upper = self._limits.upper[nj:] - self.position_margin
+        outside = [n for n, t, lo, hi in zip(self._aux_names, target, lower, upper, strict=True)
+                   if not lo <= t <= hi]
+        if outside:
+            raise ConfigurationError(
+                f"aux_posture puts {outside} outside their position limits (less "
+                f"position_margin={self.position_margin} rad): choose a posture inside them")
+        return target
+
+    def set_aux_posture(self, posture: Sequence[float] | None, gain: float | None = None) -> None:
+        """Change the aux arm's posture [rad] (right-arm signs) and its gain [1/s] between cycles.
+
+        Raises:
+            ConfigurationError: not 7 finite angles, outside the limits, or a bad gain;
+                nothing is changed then.
+        """
+        checked = _check_posture(posture)
+        new_gain = self.posture_gain if gain is None else float(gain)
+        if not math.isfinite(new_gain) or new_gain < 0:
+            raise ConfigurationError(f"posture_gain={gain} must be finite and >= 0 1/s")
+        target = self._aux_posture_target(checked)
+        self.aux_posture, self.posture_gain, self._posture_target = checked, new_gain, target
+
+    @property
+    def aux_posture_positions(self) -> dict[str, float] | None:
+        """The aux arm's posture [rad] by joint name, or None when the task is off."""
+        if self._posture_target is None or self.posture_gain == 0:
+            return None
+        return {n: float(v) for n, v in zip(self._aux_names, self._posture_target, strict=True)}
+
+    def _posture_velocity(self, dt: float) -> np.ndarray:
+        """``v_p`` [rad/s]: ``k (q_p - q_aux)`` scaled down to :attr:`posture_speed`, rate-limited.
+
+        Zeros when the task is off (no posture, gain 0, or balance disabled); the
+        change from the last cycle's ``v_p`` is clipped to ``posture_acceleration dt``.
+        """
+        n = len(self._aux_names)
+        v = np.zeros(n)
+        if (self._posture_target is not None and self.posture_gain > 0
+                and self._q_cmd is not None and self.balance_enabled):
+            v = self.posture_gain * (self._posture_target - self._q_cmd[self._n_job:])
+            peak = float(np.max(np.abs(v)))
+            if peak > self.posture_speed:
+                v *= self.posture_speed / peak
+        step = self.posture_acceleration * dt
+        prev = self._posture_prev if self._posture_prev.shape == (n,) else np.zeros(n)
+        return np.asarray(prev + np.clip(v - prev, -step, step))
 
     def set_job_arm(self, job_arm: str) -> None:
         """Swap the job and aux arms (call between cycles); the commanded state is kept."""
@@ -615,6 +743,7 @@ class RmcController:
         self.job_arm = job_arm
         order = np.array([old_names.index(n) for n in self._names])
         self._qd_prev = old_qd[order]
+        self._posture_prev = np.zeros(len(self._aux_names))
         if old_q is not None:
             self._q_cmd = old_q[order]
 
@@ -678,6 +807,7 @@ class RmcController:
         a_w = self._momentum_about_w(cfg)[0]
         self._h_prev_w = a_w @ self._qd_prev
         self._last_scale = 1.0
+        self._posture_prev = np.zeros(len(self._aux_names))
 
     def _check_q(self, q: np.ndarray) -> np.ndarray:
         q = np.asarray(q, dtype=float)
@@ -751,12 +881,13 @@ class RmcController:
         lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
         # aux arm (eq. 6), for the job arm's unlimited velocities
         s_a_aux = a_aux[self._s_index]
-        qd_aux = self._aux_solution(s_a_aux, a_aux, a_job, qd_job)
+        posture = self._posture_velocity(dt)
+        qd_aux = self._aux_solution(s_a_aux, a_aux, a_job, qd_job, posture)
         job_exact = _inside(qd_job, lo_job, hi_job)
         balance_exact = _inside(qd_aux, lo_aux, hi_aux)
         scale = 1.0
         if not (job_exact and balance_exact):
-            limited = self._limited(qd_job, s_a_aux, a_aux, a_job, box, jac, twist)
+            limited = self._limited(qd_job, s_a_aux, a_aux, a_job, box, jac, twist, posture)
             qd_job, qd_aux, scale = limited
             job_exact = scale == 1.0
         if math.isfinite(scale):
@@ -787,6 +918,7 @@ class RmcController:
         self._q_cmd = self._q_cmd + qd * dt
         self._qd_prev = qd
         self._h_prev_w = h_w
+        self._posture_prev = posture
         return RmcOutput(
             names=self._names, position=self._q_cmd.copy(), velocity=qd, job_velocity=qd_job,
             aux_velocity=qd_aux, momentum=h, momentum_job=h_job, momentum_aux=h_aux,
@@ -796,18 +928,27 @@ class RmcController:
             indicators=indicators, job_scale=scale)
 
     def _aux_solution(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
-                      qd_job: np.ndarray) -> np.ndarray:
-        """The aux arm's unlimited velocities: eq. 6, plus the secondary rows' null-space step."""
+                      qd_job: np.ndarray, posture: np.ndarray) -> np.ndarray:
+        """The aux arm's unlimited velocities: eq. 6 plus ``N v_p``, then the secondary rows' step.
+
+        ``B^+ t + N v_p = v_p + B^+ (t - B v_p)``: the velocity nearest the posture
+        velocity ``v_p`` among those that hold the rows (``t = -S A_job qd_job``).
+        """
         if not self.balance_enabled:
             return np.zeros(len(self._aux_names))
-        qd_aux = -minimum_norm_least_squares(s_a_aux, a_job[self._s_index] @ qd_job)
+        target = -(a_job[self._s_index] @ qd_job)
+        if posture.any():
+            qd_aux = posture + minimum_norm_least_squares(s_a_aux, target - s_a_aux @ posture)
+        else:
+            qd_aux = minimum_norm_least_squares(s_a_aux, target)
         if self._s2_index.size:
             qd_aux = qd_aux + self._secondary_step(s_a_aux, a_aux, a_job, qd_job, qd_aux)
         return qd_aux
 
     def _limited(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
                  a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
-                 twist: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
+                 twist: np.ndarray | None, posture: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, float]:
         """Both arms' velocities inside the box when the exact solution leaves it (step 4).
 
         Returns:
@@ -818,24 +959,26 @@ class RmcController:
         lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
         interval = scale_interval(qd_job, lo_job, hi_job)
         if interval is None:  # no scale fits (the direction turned faster than the box allows)
-            qd_job, qd_aux = self._nearest_solve(qd_job, s_a_aux, a_aux, a_job, box, jac, twist)
+            qd_job, qd_aux = self._nearest_solve(qd_job, s_a_aux, a_aux, a_job, box, jac, twist,
+                                                 posture)
             return qd_job, qd_aux, float("nan")
         s_lo, s_hi = interval
         if not self.balance_enabled:
             scale = min(max(1.0, s_lo), s_hi)
             return scale * qd_job, np.clip(np.zeros(len(lo_aux)), lo_aux, hi_aux), scale
         scale, qd_aux = self._scaled_solve(qd_job, s_a_aux, a_aux, a_job, s_lo, s_hi,
-                                           lo_aux, hi_aux)
+                                           lo_aux, hi_aux, posture)
         return scale * qd_job, qd_aux, scale
 
     def _scaled_solve(self, direction: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
                       a_job: np.ndarray, s_lo: float, s_hi: float, lo_aux: np.ndarray,
-                      hi_aux: np.ndarray) -> tuple[float, np.ndarray]:
+                      hi_aux: np.ndarray, posture: np.ndarray) -> tuple[float, np.ndarray]:
         """Job scale ``s`` and ``qd_aux``: held rows first, then ``s`` near 1, then secondary rows.
 
         One bounded least-squares problem in ``x = [s, qd_aux]`` with the held rows
         weighted :attr:`primary_weight`, the scale :data:`SCALE_WEIGHT`, the secondary
-        rows 1 and the aux velocities :attr:`regularisation`; then the held rows are
+        rows 1 and the aux velocities' distance to the posture velocity ``v_p``
+        :attr:`regularisation`; then the held rows are
         met exactly by a minimum-norm correction of the aux joints not at a bound
         (:func:`equality_polish`).
         """
@@ -850,7 +993,7 @@ class RmcController:
                                          a_aux[self._s2_index]]))
             target.append(np.zeros(self._s2_index.size))
         rows.append(np.column_stack([np.zeros(n), self.regularisation * np.eye(n)]))
-        target.append(np.zeros(n))
+        target.append(self.regularisation * posture)
         s_top = max(s_lo, min(1.0, s_hi))
         x = _bvls(np.vstack(rows), np.concatenate(target),
                   np.concatenate([[s_lo], lo_aux]), np.concatenate([[s_top], hi_aux]))
@@ -861,13 +1004,15 @@ class RmcController:
 
     def _nearest_solve(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
                        a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
-                       twist: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                       twist: np.ndarray | None, posture: np.ndarray,
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """Both arms in the box when no scale of the job motion fits: held rows first.
 
         One bounded least-squares problem in ``[qd_job, qd_aux]``: the held rows
         weighted :attr:`primary_weight`, then the job task at the last cycle's scale
         ``s`` (``J qd_job = s [v; w]``, or ``qd_job = s qd_ref`` in joint mode), then
-        the minimum norm; the held rows are then met exactly where the aux joints allow.
+        the minimum norm (the aux arm: nearest the posture velocity ``v_p``); the held
+        rows are then met exactly where the aux joints allow.
         Without balance the aux arm holds still and only the job task is solved.
         """
         nj, n = self._n_job, len(box.lower)
@@ -884,7 +1029,8 @@ class RmcController:
         a = np.vstack([self.primary_weight * held,
                        np.hstack([task, np.zeros((task.shape[0], n - nj))]),
                        self.regularisation * np.eye(n)])
-        b = np.concatenate([np.zeros(len(held)), goal, np.zeros(n)])
+        b = np.concatenate([np.zeros(len(held)), goal, np.zeros(nj),
+                            self.regularisation * posture])
         x = _bvls(a, b, box.lower, box.upper)
         qd_aux = equality_polish(s_a_aux, -a_job[self._s_index] @ x[:nj], x[nj:],
                                  box.lower[nj:], box.upper[nj:])

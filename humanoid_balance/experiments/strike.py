@@ -5,15 +5,19 @@ hand at 1.8 m/s) through :class:`~humanoid_balance.core.rmc.RmcController`:
 
 1. model level (no physics, :func:`run_model`): the momentum of job arm, aux
    arm and total about ``W``, the balance indicators of seed 000 section 3.2,
-   with RMC (S = Lx, Ly) and without (aux arm still);
+   with RMC (S = Lx, Ly) and without (aux arm still); RMC both with the
+   controller's defaults (the aux arm stands at its ready posture,
+   :data:`~humanoid_balance.core.rmc.AUX_READY_POSTURE`, where holding Lx, Ly adds
+   little Lz) and in the paper's pure form (eq. 6 alone, aux arm from rest,
+   ``paper_form=True``, i.e. ``posture_gain=0``);
 2. physics level (:func:`run_sim`): the same commands to the MuJoCo humanoid
    (:class:`~humanoid_balance.sim.humanoid.HumanoidSim`, in-process, 1 kHz,
    controller at ``rate_hz``), the ZMP measured from the simulated ankle F/T
    sensors (seed 001, eq. 3.24 per foot, both feet combined), foot slip and
    vertical forces; the ZMP shift split into its static part (CoM ground
    projection) and its dynamic part (ZMP minus CoM projection), :func:`zmp_shift`;
-3. what helps when the turning margin runs out: Lz added to S (equal rows),
-   Lz as a secondary objective in the null space of S = Lx, Ly (task
+3. what helps when the turning margin runs out (in the pure form): Lz added to S
+   (equal rows), Lz as a secondary objective in the null space of S = Lx, Ly (task
    priority), a slower strike;
 4. the speed sweep 1.0..4.0 m/s at model level (plus a few MuJoCo runs),
    :func:`speed_sweep`: the highest balanced speed and which limit comes first.
@@ -199,22 +203,43 @@ def _model_run(cycles: list[_ModelCycle], *, speed_m_s: float, selection: Sequen
         twist_error=np.array([float(np.max(np.abs(c.output.twist_error))) for c in cycles]))
 
 
-def _setup(model: Any, speed: float | None, start_time: float = 0.0,
+def _controller(model: Any, *, job_arm: str, selection: Sequence[str], secondary: Sequence[str],
+                balance: bool, paper_form: bool, support_polygon: np.ndarray | None = None,
+                ) -> Any:
+    """The controller of a run: the default one, or the paper's pure form (no aux posture)."""
+    from humanoid_balance.core.rmc import RmcController
+
+    controller = RmcController(model, job_arm=job_arm, selection=selection, secondary=secondary,
+                               support_polygon=support_polygon)
+    if paper_form:
+        controller.set_aux_posture(controller.aux_posture, gain=0.0)
+    controller.balance_enabled = balance
+    return controller
+
+
+def _setup(model: Any, speed: float | None, controller: Any, start_time: float = 0.0,
            job_arm: str = "right") -> tuple[Any, dict[str, float]]:
-    """The strike trajectory and the standing pose (job arm at its start, aux arm at rest)."""
+    """The strike trajectory and the standing pose: job arm at its start, aux arm ready.
+
+    The aux arm stands at the controller's posture (where its posture task has brought
+    it before the strike, as after ``arm_balance``'s activation), or at rest
+    (:data:`~humanoid_balance.core.strike_trajectory.AUX_START_DEG`) without RMC or
+    without a posture task (the paper's pure form).
+    """
     from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
 
     trajectory = StrikeTrajectory(model, arm=job_arm, target_speed=speed, start_time=start_time)
     aux_arm = "left" if job_arm == "right" else "right"
+    ready = controller.aux_posture_positions if controller.balance_enabled else None
     pose = {**dict(zip(trajectory.joint_names, trajectory.initial, strict=True)),
-            **arm_pose(aux_arm, AUX_START_DEG)}
+            **(arm_pose(aux_arm, AUX_START_DEG) if ready is None else ready)}
     return trajectory, pose
 
 
 def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection: Sequence[str],
               balance: bool, rate_hz: float, extra: float = 0.3,
               twist_mode: bool = False, secondary: Sequence[str] = (),
-              job_arm: str = "right") -> ModelRun:
+              job_arm: str = "right", paper_form: bool = False) -> ModelRun:
     """The strike through the controller alone (the model's configuration integrates the commands).
 
     Args:
@@ -230,13 +255,14 @@ def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection
         secondary: rows reduced best effort after ``selection`` (task priority,
             see :class:`~humanoid_balance.core.rmc.RmcController`).
         job_arm: the striking arm, ``right`` or ``left``.
+        paper_form: the paper's pure eq. 6 (no aux posture task, aux arm from rest)
+            instead of the controller's defaults.
     """
-    from humanoid_balance.core.rmc import RmcController, RmcInput
+    from humanoid_balance.core.rmc import RmcInput
 
-    trajectory, pose = _setup(model, speed, job_arm=job_arm)
-    controller = RmcController(model, job_arm=job_arm, selection=selection,
-                               support_polygon=polygon, secondary=secondary)
-    controller.balance_enabled = balance
+    controller = _controller(model, job_arm=job_arm, selection=selection, secondary=secondary,
+                             balance=balance, paper_form=paper_form, support_polygon=polygon)
+    trajectory, pose = _setup(model, speed, controller, job_arm=job_arm)
     q0 = model.configuration(pose)
     controller.reset(q0)
     dt = 1.0 / rate_hz
@@ -373,7 +399,8 @@ class _SimRecorder:
 
 def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,
             rate_hz: float, extra: float = 0.4, settle: float = 0.5,
-            secondary: Sequence[str] = (), job_arm: str = "right") -> SimRun:
+            secondary: Sequence[str] = (), job_arm: str = "right",
+            paper_form: bool = False) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
 
     Args:
@@ -386,19 +413,21 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         settle: time the robot stands before the strike [s].
         secondary: rows reduced best effort after ``selection``.
         job_arm: the striking arm, ``right`` or ``left``.
+        paper_form: the paper's pure eq. 6 (no aux posture task, aux arm from rest)
+            instead of the controller's defaults.
     """
-    from humanoid_balance.core.rmc import RmcController, RmcInput
+    from humanoid_balance.core.rmc import RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
     from humanoid_balance.sim.humanoid import HumanoidSim
 
-    trajectory, pose = _setup(model, speed, job_arm=job_arm)
+    controller = _controller(model, job_arm=job_arm, selection=selection, secondary=secondary,
+                             balance=balance, paper_form=paper_form)
+    trajectory, pose = _setup(model, speed, controller, job_arm=job_arm)
     sim = HumanoidSim()
     sim.reset(pose)
     sim.settle(settle)
     q_model = model.neutral()
     sim_index = model.q_index(list(sim.joint_names))
-    controller = RmcController(model, job_arm=job_arm, selection=selection, secondary=secondary)
-    controller.balance_enabled = balance
     q_model[sim_index] = sim.joint_state().position
     q_model[model.q_index(list(pose))] = list(pose.values())
     controller.reset(q_model)
@@ -474,9 +503,11 @@ class SweepPoint:
 
     Attributes:
         speed_m_s: hand speed at the target [m/s].
-        failures: limits reached with S = Lx, Ly (see :func:`failures`).
+        failures: limits reached with S = Lx, Ly and the controller's defaults (aux arm
+            ready; see :func:`failures`).
         failures_ignoring_turn: the same without the turning-friction limit.
-        failures_lz_selected: limits reached with S = Lx, Ly, Lz.
+        failures_lz_selected: limits reached with S = Lx, Ly, Lz (the paper's pure form,
+            as the Lz-secondary run).
         failures_lz_secondary: limits reached with Lz secondary (aux limits that only
             cost the secondary row not counted; "held rows not held" when they are not).
         peak_dlz_dt_n_m: peak |dLz/dt| [N m] with S = Lx, Ly.
@@ -514,10 +545,10 @@ def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: floa
     r = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
                   rate_hz=rate_hz, extra=0.1, job_arm=job_arm)
     r_lz = run_model(model, polygon, speed=speed_m_s, selection=LZ_SELECTION, balance=True,
-                     rate_hz=rate_hz, extra=0.1, job_arm=job_arm)
+                     rate_hz=rate_hz, extra=0.1, job_arm=job_arm, paper_form=True)
     r_lz2 = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
                       rate_hz=rate_hz, extra=0.1, secondary=LZ_SECONDARY,
-                      job_arm=job_arm)
+                      job_arm=job_arm, paper_form=True)
     fails = failures(r, ratios)
     held = float(np.max(np.abs(r_lz2.selected_momentum))) < 1e-9
     return SweepPoint(
@@ -594,9 +625,12 @@ def sim_sweep_point(model: Any, speed_m_s: float, rate_hz: float,
 class StrikeRuns:
     """The strike at the experiment's speed, model level and MuJoCo, per controller variant.
 
-    ``*_rmc``: S = Lx, Ly (the paper's); ``*_off``: no RMC; ``*_lz_selected``:
-    S = Lx, Ly, Lz; ``*_lz_secondary``: S = Lx, Ly with Lz secondary; ``twist_mode``:
-    S = Lx, Ly with the job arm driven by the hand twist.
+    ``*_rmc``: the settings' selection (the paper's Lx, Ly) with the controller's
+    defaults (aux arm at its ready posture); ``*_paper``: the same rows in the paper's
+    pure form (eq. 6 alone, aux arm from rest); ``*_off``: no RMC; ``*_lz_selected``:
+    S = Lx, Ly, Lz; ``*_lz_secondary``: S = Lx, Ly with Lz secondary (both in the pure
+    form); ``twist_mode``: the settings' selection with the job arm driven by the hand
+    twist.
     """
 
     model_rmc: ModelRun
@@ -608,6 +642,8 @@ class StrikeRuns:
     sim_off: SimRun
     sim_lz_selected: SimRun
     sim_lz_secondary: SimRun
+    model_paper: ModelRun
+    sim_paper: SimRun
 
 
 @dataclass(frozen=True)
@@ -639,21 +675,24 @@ def _strike_runs(model: Any, polygon: np.ndarray, settings: StrikeSettings) -> S
 
     common: dict[str, Any] = {"speed": settings.speed_m_s, "rate_hz": float(settings.rate_hz),
                               "job_arm": settings.job_arm}
+    pure: dict[str, Any] = {**common, "paper_form": True}
     chosen, paper = settings.selection, PAPER_SELECTION
     return StrikeRuns(
         model_rmc=run_model(model, polygon, selection=chosen, balance=True, **common),
         model_off=run_model(model, polygon, selection=paper, balance=False, **common),
         model_lz_selected=run_model(model, polygon, selection=LZ_SELECTION, balance=True,
-                                    **common),
+                                    **pure),
         model_lz_secondary=run_model(model, polygon, selection=paper, balance=True,
-                                     secondary=LZ_SECONDARY, **common),
+                                     secondary=LZ_SECONDARY, **pure),
         twist_mode=run_model(model, polygon, selection=chosen, balance=True, twist_mode=True,
                              **common),
         sim_rmc=run_sim(model, selection=chosen, balance=True, **common),
         sim_off=run_sim(model, selection=paper, balance=False, **common),
-        sim_lz_selected=run_sim(model, selection=LZ_SELECTION, balance=True, **common),
+        sim_lz_selected=run_sim(model, selection=LZ_SELECTION, balance=True, **pure),
         sim_lz_secondary=run_sim(model, selection=paper, balance=True, secondary=LZ_SECONDARY,
-                                 **common))
+                                 **pure),
+        model_paper=run_model(model, polygon, selection=chosen, balance=True, **pure),
+        sim_paper=run_sim(model, selection=chosen, balance=True, **pure))
 
 
 def run_strike_experiment(settings: StrikeSettings) -> StrikeResults:

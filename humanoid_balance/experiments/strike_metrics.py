@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.core.rmc import AUX_READY_POSTURE, POSTURE_GAIN
 from humanoid_balance.experiments.strike import (
     MOMENTUM_COMPONENTS,
     PAPER_FIRST_LIMIT,
@@ -25,6 +26,10 @@ from humanoid_balance.experiments.strike import (
 from humanoid_balance.results import metric
 
 Metrics = dict[str, dict[str, Any]]
+#: Issue 11: the default controller's slip may exceed the no-RMC slip by at most this [m].
+SLIP_ALLOWANCE_M = 0.001
+#: Issue 11: the default controller's largest sole yaw [deg].
+MAX_SOLE_YAW_DEG = 1.0
 
 
 def _mm(value_m: float, digits: int = 2) -> float:
@@ -112,11 +117,14 @@ def _feet_metrics(runs: StrikeRuns) -> Metrics:
 
     shift_lz = zmp_shift(runs.sim_lz_selected)
     return {
-        "max_slip_mm": metric(_mm(float(np.max(runs.sim_rmc.slip_m)), 3), "mm"),
+        "max_slip_mm": metric(_mm(float(np.max(runs.sim_rmc.slip_m)), 3), "mm",
+                              target=_mm(float(np.max(runs.sim_off.slip_m)) + SLIP_ALLOWANCE_M, 3),
+                              better="lower"),
         "max_slip_mm_no_rmc": metric(_mm(float(np.max(runs.sim_off.slip_m)), 3), "mm"),
         "max_slip_mm_lz_selected": metric(_mm(float(np.max(runs.sim_lz_selected.slip_m)), 3),
                                           "mm"),
-        "max_sole_yaw_deg": metric(yaw_deg(runs.sim_rmc.yaw_rad), "deg"),
+        "max_sole_yaw_deg": metric(yaw_deg(runs.sim_rmc.yaw_rad), "deg",
+                                   target=MAX_SOLE_YAW_DEG, better="lower"),
         "max_sole_yaw_deg_no_rmc": metric(yaw_deg(runs.sim_off.yaw_rad), "deg"),
         "max_sole_yaw_deg_lz_selected": metric(yaw_deg(runs.sim_lz_selected.yaw_rad), "deg"),
         "zmp_peak_mm_lz_selected": metric(_mm(shift_lz.total_m), "mm"),
@@ -169,6 +177,25 @@ def _lz_secondary_metrics(runs: StrikeRuns, friction_limit: float) -> Metrics:
     }
 
 
+def _paper_form_metrics(runs: StrikeRuns) -> Metrics:
+    """The paper's pure form (eq. 6 alone, aux arm from rest) beside the default controller."""
+    model, sim, off = runs.model_paper, runs.sim_paper, runs.sim_off
+    shift, shift_off = zmp_shift(sim), zmp_shift(off)
+    return {
+        "zmp_peak_mm_paper_form": metric(_mm(shift.total_m), "mm"),
+        "zmp_ratio_paper_form": metric(round(shift.total_m / shift_off.total_m, 4), "",
+                                       target=0.25, better="lower"),
+        "min_margin_mm_paper_form": metric(_mm(shift.min_margin_m), "mm"),
+        "max_slip_mm_paper_form": metric(_mm(float(np.max(sim.slip_m)), 3), "mm"),
+        "max_sole_yaw_deg_paper_form": metric(round(float(np.rad2deg(np.max(sim.yaw_rad))), 4),
+                                              "deg"),
+        "peak_abs_dLz_dt_paper_form": metric(round(float(np.max(model.turn_torque_n_m)), 3),
+                                             "N m"),
+        "max_abs_selected_momentum_paper_form": metric(_max_abs(model.selected_momentum),
+                                                       "N m s", target=1e-9, better="lower"),
+    }
+
+
 def _extra_metrics(results: StrikeResults) -> Metrics:
     """Slower strikes, the peak momentum components, and the MuJoCo runs of the sweep."""
     runs = results.runs
@@ -198,6 +225,8 @@ def _settings_metrics(results: StrikeResults) -> Metrics:
         "speed_m_s": metric(round(float(results.runs.model_rmc.speed_m_s), 4), "m/s"),
         "job_arm": metric(settings.job_arm),
         "selection": metric(",".join(settings.selection)),
+        "aux_posture_gain": metric(POSTURE_GAIN, "1/s"),
+        "aux_posture_deg": metric(",".join(f"{np.rad2deg(v):.1f}" for v in AUX_READY_POSTURE)),
     }
 
 
@@ -209,6 +238,7 @@ def strike_metrics(results: StrikeResults) -> Metrics:
         **_settings_metrics(results),
         **_zmp_and_momentum_metrics(runs), **_turning_metrics(runs, limit), **_feet_metrics(runs),
         **_speed_metrics(results), **_lz_secondary_metrics(runs, limit),
+        **_paper_form_metrics(runs),
         "first_limit_paper": metric(PAPER_FIRST_LIMIT),
         "job_exact_all_cycles": metric(bool(runs.model_rmc.job_exact.all())),
         "balance_exact_all_cycles": metric(bool(runs.model_rmc.balance_exact.all())),

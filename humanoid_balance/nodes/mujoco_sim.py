@@ -6,6 +6,12 @@ gravity is 0). Publishes what the robot's drivers would (``/joint_states``;
 for the humanoid also the foot F/T and FSR sensors and the waist
 inclinometer), ``/clock`` (simulation time; every stamp is simulation time)
 and ground truth for checks (``/sim/com``; ``/sim/cop`` for the humanoid).
+``/tf`` carries ``world`` -> the robot's base link (the URDF's root link: ``pelvis``,
+``base_link``) from the simulated base pose at ``tf_rate``
+(:mod:`humanoid_balance.sim.tf`), what rviz needs above ``robot_state_publisher``'s
+links; it needs ``tf2_msgs`` (a ROS install, no PyPI wheel): without it the node says
+once at start-up that ``/tf`` is not published and why (the floating base's pose is
+on ``/sim/base_pose`` all the same).
 Follows joint commands (sensor_msgs/JointState: position and/or velocity by
 name) on each topic of ``command_topics``.
 
@@ -63,12 +69,20 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PointStamped, PoseStamped, WrenchStamped
+from geometry_msgs.msg import (
+    PointStamped,
+    PoseStamped,
+    Quaternion,
+    Transform,
+    TransformStamped,
+    Vector3,
+    WrenchStamped,
+)
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 
 from humanoid_balance import cdr
 from humanoid_balance.cdr import header_stamp_ns
@@ -89,6 +103,7 @@ from humanoid_balance.sim.command_timeout import CommandTimeout
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 from humanoid_balance.sim.lock_step import LockStepGate, parse_lock_step_topics
 from humanoid_balance.sim.robot import MujocoRobotSim
+from humanoid_balance.sim.tf import world_to_base
 
 NODE_NAME = "mujoco_sim"
 #: wall s between republications of the t = 0 state while lock-step waits for its first answers
@@ -132,6 +147,18 @@ def build_simulation(
                           joint_position_noise=noise.joint_position_rad, seed=seed)
 
 
+def tf_message_class() -> Any | None:
+    """``tf2_msgs/msg/TFMessage``, or None where ``tf2_msgs`` is not installed.
+
+    It comes with a ROS install (``ros-<distro>-tf2-msgs``), not from PyPI.
+    """
+    try:
+        from tf2_msgs.msg import TFMessage
+    except ImportError:
+        return None
+    return TFMessage
+
+
 def shut_down_by(node: Node, exc: BaseException) -> bool:
     """``exc`` came from using ``node`` after SIGINT/SIGTERM shut its context down.
 
@@ -168,7 +195,9 @@ class MujocoSimNode(Node):
         self._waiting_for: list[str] = []
         rate = float(p["publish_rate"])
         self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
-        self.inclinometer_every = self._inclinometer_every(p["inclinometer_rate"])
+        self.inclinometer_every = self._sample_every(p["inclinometer_rate"])
+        #: steps between two /tf messages (0: none)
+        self.tf_every = self._sample_every(p["tf_rate"]) if p["tf_rate"] > 0 else 0
         self.duration = float(p["duration"])
         self.timeout = CommandTimeout(self.sim.joint_names, timeout_s=p["command_timeout"],
                                       deceleration_rad_s2=p["hold_deceleration"])
@@ -189,6 +218,16 @@ class MujocoSimNode(Node):
             self.pub_imu = self.create_publisher(Imu, "/waist/inclinometer", qos)
             self.pub_cop = self.create_publisher(PointStamped, "/sim/cop", qos)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
+        self._tf_message = tf_message_class() if self.tf_every else None
+        self.pub_tf = None if self._tf_message is None else \
+            self.create_publisher(self._tf_message, "/tf", QoSProfile(depth=100))
+        if self.tf_every and self.pub_tf is None:
+            where = "on /sim/base_pose (geometry_msgs/PoseStamped)" if self.sim.floating_base \
+                else "the identity (a fixed base)"
+            self.get_logger().warning(
+                f"/tf is not published: tf2_msgs is not installed (it comes with ROS, e.g. "
+                f"ros-<distro>-tf2-msgs, not from PyPI), so nothing gives world -> "
+                f"{self.sim.root_body} to rviz; the base pose is {where}")
         self._lock = threading.Lock()
         self._pending: list[tuple[list[str], np.ndarray | None, np.ndarray | None]] = []
         self.commands_applied = 0
@@ -240,11 +279,12 @@ class MujocoSimNode(Node):
 
     # --- parameters and commands ----------------------------------------------
 
-    def _inclinometer_every(self, rate_hz: float) -> int:
-        """Steps between two inclinometer samples at ``rate_hz`` (0: every publish).
+    def _sample_every(self, rate_hz: float) -> int:
+        """Steps between two samples at ``rate_hz`` (0: every publish): every Nth publish.
 
-        A tilt sensor's rate (the waist's outer loop runs at 50 Hz): every Nth publish, so
-        that a waist controller does not spend its time on 1 kHz of samples it cannot use.
+        The inclinometer's rate is a tilt sensor's (the waist's outer loop runs at 50 Hz),
+        so that a waist controller does not spend its time on 1 kHz of samples it cannot
+        use; /tf's is what a display needs.
         """
         if rate_hz <= 0:
             return self.publish_every
@@ -258,7 +298,7 @@ class MujocoSimNode(Node):
         if "lock_step_timeout" in changes:
             self.lock_step_timeout = float(changes["lock_step_timeout"])
         if "inclinometer_rate" in changes:
-            self.inclinometer_every = self._inclinometer_every(float(changes["inclinometer_rate"]))
+            self.inclinometer_every = self._sample_every(float(changes["inclinometer_rate"]))
         if "command_timeout" in changes or "hold_deceleration" in changes:
             self.timeout.configure(timeout_s=changes.get("command_timeout"),
                                    deceleration_rad_s2=changes.get("hold_deceleration"))
@@ -475,6 +515,8 @@ class MujocoSimNode(Node):
         if self.pub_base is not None:
             position, quaternion = self.sim.base_pose()
             self.pub_base.publish(self._raw_base.write(ns, (*position, *quaternion)))
+        if self.pub_tf is not None and round(self.sim.time / self.sim.timestep) % self.tf_every == 0:
+            self.pub_tf.publish(self._tf(stamp))
         sim = self.humanoid
         if sim is None:
             return
@@ -487,6 +529,18 @@ class MujocoSimNode(Node):
         cop = sim.cop()
         if cop is not None:
             self.pub_cop.publish(self._raw_point.write(ns, float(cop[0]), float(cop[1]), float(cop[2])))
+
+    def _tf(self, stamp: TimeMsg) -> Any:
+        """The ``/tf`` message: ``world`` -> the base link at ``stamp`` (tf2_msgs/TFMessage)."""
+        base = world_to_base(self.sim)
+        x, y, z = (float(v) for v in base.position_base_in_world)
+        qx, qy, qz, qw = (float(v) for v in base.orientation_base_in_world_xyzw)
+        assert self._tf_message is not None
+        return self._tf_message(transforms=[TransformStamped(
+            header=Header(stamp=stamp, frame_id=base.parent_frame),
+            child_frame_id=base.child_frame,
+            transform=Transform(translation=Vector3(x=x, y=y, z=z),
+                                rotation=Quaternion(x=qx, y=qy, z=qz, w=qw)))])
 
     def _publish_diagnostics(self) -> None:
         """Speed, commands, holds and (lock-step) late answers on /diagnostics."""

@@ -42,6 +42,9 @@ def _consistent(values: Mapping[str, Any]) -> str | None:
         return (f"inclinometer_rate={values['inclinometer_rate']:g} Hz exceeds "
                 f"publish_rate={values['publish_rate']:g} Hz: the inclinometer is sampled "
                 "with the sensors")
+    if values["tf_rate"] > values["publish_rate"] > 0:
+        return (f"tf_rate={values['tf_rate']:g} Hz exceeds publish_rate="
+                f"{values['publish_rate']:g} Hz: /tf is sampled with the sensors")
     return None
 
 
@@ -73,6 +76,8 @@ SPEC = ParamSpec("mujoco_sim", [
           "rad/s^2", minimum=0.0, exclusive_minimum=True, maximum=10000.0, dynamic=True),
     Param("inclinometer_rate", 100.0, "/waist/inclinometer (a tilt sensor; the waist's outer "
           "loop runs at 50 Hz; 0: with every publish)", "Hz", minimum=0.0, dynamic=True),
+    Param("tf_rate", 100.0, "/tf: world -> the base link (pelvis, base_link) from the simulated "
+          "base pose; needs tf2_msgs (0: not published)", "Hz", minimum=0.0),
     Param("diagnostics_rate", 1.0, "/diagnostics: speed, commands, holds, lock-step misses", "Hz",
           minimum=0.0, exclusive_minimum=True, maximum=100.0),
     Param("lock_step", False, "each publish period waits for the answers on lock_step_topics"),

@@ -6,6 +6,21 @@ servo with velocity feed-forward, ``tau = kp (q_d - q) + kv (qd_d - qd)``,
 clipped to the URDF effort limit. It is a MuJoCo ``general`` actuator (``gain
 kp, bias [0, -kp, -kv]``, control ``q_d + kv/kp qd_d``), so the damping term is
 integrated implicitly (``implicitfast``) and stays stable with light links.
+
+A position command is the servo's goal, not its target: as the trajectory
+generator of a real position servo, the target ``q_d`` moves toward the goal
+no faster than the joint's URDF velocity limit,
+
+.. math::
+
+    q_d(t + \\Delta t) = q_d(t) + \\mathrm{clip}(g(t) - q_d(t),
+                         -\\dot q_{max} \\Delta t, \\dot q_{max} \\Delta t),
+
+where the goal ``g`` moves with the commanded velocity. A command that jumps
+(1e300, clipped to the joint limit) so becomes a ramp at the velocity limit,
+which the overdamped servo follows without passing the limit (MuJoCo's joint
+limits are soft: a step target across the whole range overshot it by
+0.06 rad); a command that moves within the limits is followed as before.
 Subclasses add floors, sensors and contacts (:mod:`humanoid_balance.sim.humanoid`).
 """
 
@@ -168,6 +183,7 @@ class MujocoRobotSim:
         self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
         self.total_mass = float(np.sum(m.body_mass))
         self._target_q = np.zeros(len(self.joint_names))
+        self._goal_q = np.zeros(len(self.joint_names))
         self._target_qd = np.zeros(len(self.joint_names))
         self._after_compile()
         self.reset()
@@ -207,6 +223,7 @@ class MujocoRobotSim:
             mujoco.mj_kinematics(self.model, self.data)
             self._place_base()
         self._target_q = q.copy()
+        self._goal_q = q.copy()
         self._target_qd = np.zeros_like(q)
         self._apply_targets()
         mujoco.mj_forward(self.model, self.data)
@@ -229,9 +246,11 @@ class MujocoRobotSim:
     ) -> None:
         """Servo targets by joint name: positions [rad] and/or velocities [rad/s].
 
-        A velocity without a position moves the position target along with it
-        (integrated every step). Targets are clipped to the joint limits, velocities
-        to the URDF's velocity limits (as the drives would).
+        A position is the goal the servo's target moves to at most at the joint's
+        velocity limit (see the module docstring). A velocity without a position
+        moves the goal along with it (integrated every step). Positions are clipped
+        to the joint limits, velocities to the URDF's velocity limits (as the drives
+        would).
 
         Raises:
             UnknownJointError: a name is not a joint of the model (nothing is applied).
@@ -248,7 +267,7 @@ class MujocoRobotSim:
                 bad = [names[int(i)] for i in np.flatnonzero(~np.isfinite(arr))]
                 raise InvalidInputError(f"non-finite {label} for joints {bad}: command ignored")
         if positions is not None:
-            self._target_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
+            self._goal_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
         if velocities is not None:
             limit = self.velocity_limit_rad_s[idx]
             self._target_qd[idx] = np.clip(np.asarray(velocities, dtype=float), -limit, limit)
@@ -286,11 +305,17 @@ class MujocoRobotSim:
             SimulationError: the state became non-finite.
         """
         dt = self.timestep
+        max_move = self.velocity_limit_rad_s * dt
         for _ in range(n):
             moving = self._target_qd != 0.0
             if np.any(moving):
-                advanced = np.clip(self._target_q + self._target_qd * dt, self._lower, self._upper)
-                self._target_q = np.where(moving, advanced, self._target_q)
+                advanced = np.clip(self._goal_q + self._target_qd * dt, self._lower, self._upper)
+                self._goal_q = np.where(moving, advanced, self._goal_q)
+            gap = self._goal_q - self._target_q
+            if np.any(gap != 0.0):
+                # exactly the goal once within reach (inf limit: always)
+                self._target_q = np.where(np.abs(gap) <= max_move, self._goal_q,
+                                          self._target_q + np.clip(gap, -max_move, max_move))
             self._apply_targets()
             mujoco.mj_step(self.model, self.data)
         if not np.all(np.isfinite(self.data.qpos)):

@@ -418,3 +418,107 @@ def test_a_row_cannot_be_held_and_secondary() -> None:
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
     with pytest.raises(ConfigurationError, match=r"rows \['Lx'\] are both in selection and secondary"):
         RmcController(model, secondary=("Lx", "Lz"))
+
+
+def _ready_strike_setup(model: RobotModel, controller: RmcController,
+                        ) -> tuple[StrikeTrajectory, np.ndarray]:
+    """The strike with the aux arm standing at the controller's posture (as after activation)."""
+    trajectory = StrikeTrajectory(model)
+    ready = controller.aux_posture_positions
+    assert ready is not None
+    pose = {**dict(zip(trajectory.joint_names, trajectory.initial, strict=True)), **ready}
+    return trajectory, model.configuration(pose)
+
+
+def test_aux_arm_approaches_its_posture_with_the_held_rows_at_zero(model: RobotModel) -> None:
+    """Job still, aux 0.1 rad off its posture: in 2 s the error left in the held rows' null space is
+    below 5 % of the start's, and Lx, Ly stay < 1e-9 (the rest lies in the rows' range)."""
+    controller = RmcController(model)
+    _, q_ready = _ready_strike_setup(model, controller)
+    q0 = q_ready.copy()
+    q0[model.q_index(controller.aux_names)] += 0.1
+    controller.reset(q0)
+    worst = 0.0
+    for _ in range(int(2.0 / DT)):
+        out = controller.step(RmcInput(q0), DT)
+        worst = max(worst, float(np.max(np.abs(out.selected_momentum))))
+    aux = model.q_index(controller.aux_names)
+    start = float(np.linalg.norm(q0[aux] - q_ready[aux]))
+    q_end = q0.copy()
+    q_end[model.q_index(controller.names)] = out.position
+    held = arm_momentum_matrices(model, q_end).aux[[3, 4]]
+    null = np.eye(7) - np.linalg.pinv(held) @ held
+    end = float(np.linalg.norm(null @ (out.position[7:] - q_ready[aux])))
+    assert end < 0.05 * start and worst < 1e-9, (start, end, worst)
+
+
+def test_posture_motion_keeps_the_held_rows_while_the_job_arm_moves(model: RobotModel,
+                                                                     q_pose: np.ndarray) -> None:
+    """Aux away from its posture, job arm moving: Lx, Ly stay below 1e-9 and the aux moves."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    worst, moved = 0.0, 0.0
+    for _ in range(200):
+        out = controller.step(RmcInput(q_pose, job_twist=np.array([0.05, 0, 0.02, 0, 0, 0])), DT)
+        worst = max(worst, float(np.max(np.abs(out.selected_momentum))))
+        moved = max(moved, float(np.max(np.abs(out.aux_velocity))))
+    assert worst < 1e-9 and moved > 0.0, (worst, moved)
+
+
+def test_posture_velocity_starts_within_the_posture_acceleration(model: RobotModel) -> None:
+    """The first cycle's aux velocity, job still, is at most |v_p| <= sqrt(7) posture_acceleration dt."""
+    _, q0 = _strike_setup(model)
+    controller = RmcController(model, posture_acceleration=2.0)
+    controller.reset(q0)
+    out = controller.step(RmcInput(q0), DT)
+    assert 0.0 < float(np.linalg.norm(out.aux_velocity)) <= np.sqrt(7) * 2.0 * DT + 1e-12
+
+
+def test_posture_gain_zero_is_the_papers_pure_form(model: RobotModel) -> None:
+    """posture_gain=0: the job arm still, the aux arm stays still (eq. 6 alone), no posture given."""
+    _, q0 = _strike_setup(model)
+    controller = RmcController(model, posture_gain=0.0)
+    controller.reset(q0)
+    out = controller.step(RmcInput(q0), DT)
+    assert not np.any(out.aux_velocity) and controller.aux_posture_positions is None
+
+
+def test_posture_is_mirrored_for_the_right_aux_arm(model: RobotModel) -> None:
+    """With the left arm striking, the right aux arm's posture is the left one's mirror image."""
+    controller = RmcController(model)
+    left = controller.aux_posture_positions
+    controller.set_job_arm("left")
+    right = controller.aux_posture_positions
+    assert left is not None and right is not None
+    mirrored = {"shoulder_roll", "shoulder_yaw", "wrist_yaw", "wrist_roll"}
+    for name, value in right.items():
+        joint = name.removeprefix("right_")
+        sign = -1.0 if joint in mirrored else 1.0
+        assert value == pytest.approx(sign * left[f"left_{joint}"], abs=1e-15), name
+
+
+@pytest.mark.parametrize(("posture", "message"), [
+    ((0.0,) * 6, r"^aux_posture=\[0\.0, 0\.0, 0\.0, 0\.0, 0\.0, 0\.0\]: expected 7 finite angles"),
+    ((0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0), r"^aux_posture puts \['left_elbow'\] outside their "
+                                          r"position limits"),
+])
+def test_a_bad_posture_is_refused_with_the_reason(model: RobotModel, posture: tuple[float, ...],
+                                                  message: str) -> None:
+    """Six angles, or an elbow beyond its limit, are refused at construction with the reason."""
+    with pytest.raises(ConfigurationError, match=message):
+        RmcController(model, aux_posture=posture)
+
+
+def test_from_the_ready_posture_the_strike_stays_below_the_turning_limit(model: RobotModel) -> None:
+    """Default controller, aux arm ready: peak |dLz/dt| < 0.6 mu C/2 G (pure form: 1.002), Lx, Ly 0."""
+    controller = RmcController(model)
+    trajectory, q0 = _ready_strike_setup(model, controller)
+    controller.reset(q0)
+    peak, held = 0.0, 0.0
+    for k in range(int(1.7 / DT)):
+        out = controller.step(
+            RmcInput(q0, job_joint_velocities=trajectory.sample(k * DT).velocity), DT)
+        assert out.balance_exact and out.job_exact, k
+        peak = max(peak, out.indicators.turn_torque)
+        held = max(held, float(np.max(np.abs(out.selected_momentum))))
+    assert peak < 0.6 * controller.friction_torque_limit and held < 1e-9, (peak, held)

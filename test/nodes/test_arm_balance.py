@@ -264,7 +264,8 @@ def test_twist_in_unknown_frame_is_ignored(harness: Harness) -> None:
     harness.twist = ("base_link", [0.1, 0.0, 0.0, 0.0, 0.0, 0.0])
     text = "job twist in frame 'base_link', expected 'W'"
     assert harness.spin(2.0, lambda: len(harness.commands) > 20 and harness.diagnostics_mention(text))
-    assert np.allclose(np.asarray(harness.commands[-1].velocity), 0.0, atol=1e-12)
+    # the job arm (the first 7 names) stays still; the aux arm may hold its ready posture
+    assert np.allclose(np.asarray(harness.commands[-1].velocity)[:7], 0.0, atol=1e-12)
 
 
 def test_joint_states_missing_an_arm_joint_give_no_command(harness: Harness) -> None:
@@ -393,7 +394,7 @@ def test_job_joint_velocities_naming_other_joints_are_ignored(harness: Harness) 
         return len(harness.commands) > 20 and harness.diagnostics_mention(text)
 
     assert harness.spin(3.0, done)
-    assert np.allclose(np.asarray(harness.commands[-1].velocity), 0.0, atol=1e-12)
+    assert np.allclose(np.asarray(harness.commands[-1].velocity)[:7], 0.0, atol=1e-12)  # job arm
 
 
 def test_free_floating_rows_are_validated(rclpy_context: Any) -> None:

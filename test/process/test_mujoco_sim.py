@@ -7,6 +7,7 @@ The node runs as ``ros2 run humanoid_balance mujoco_sim`` with
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from itertools import pairwise
 
@@ -26,6 +27,9 @@ pytestmark = pytest.mark.ros
 
 MOVED_JOINT = "neck_yaw"
 TARGET_RAD = 0.3
+#: tf2_msgs comes with a ROS install; PyPI has no wheel of it
+HAS_TF2_MSGS = importlib.util.find_spec("tf2_msgs") is not None
+NO_TF_LOG = "/tf is not published: tf2_msgs is not installed"
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +99,32 @@ def test_a_joint_command_moves_the_joint(probe: Probe, sim: RunningNode) -> None
     commands.publish(JointState(name=[MOVED_JOINT], position=[TARGET_RAD]))
     assert probe.spin_until(lambda: abs(position() - TARGET_RAD) < 0.05, OUTPUT_TIMEOUT_S), (
         f"{MOVED_JOINT} went from {start:.3f} to {position():.3f} rad, commanded {TARGET_RAD}")
+
+
+@pytest.mark.skipif(not HAS_TF2_MSGS, reason="tf2_msgs is not installed (a ROS install has it, "
+                    "PyPI has no wheel): the node does not publish /tf here")
+def test_tf_carries_world_to_pelvis_at_the_base_pose(probe: Probe, sim: RunningNode) -> None:
+    """/tf gives world -> pelvis equal to /sim/base_pose of the same stamp (1e-9 m, 1e-9)."""
+    from geometry_msgs.msg import PoseStamped
+    from tf2_msgs.msg import TFMessage
+
+    tf = probe.record(TFMessage, "/tf", keep=100)
+    poses = probe.record(PoseStamped, "/sim/base_pose", keep=2000)
+    assert probe.spin_until(lambda: tf.count >= 10 and poses.count >= 100, OUTPUT_TIMEOUT_S)
+    by_stamp = {_ns(m.header.stamp): m.pose for m in poses.messages}
+    sent = next(t for m in reversed(tf.messages) for t in m.transforms
+                if _ns(t.header.stamp) in by_stamp)
+    pose, moved = by_stamp[_ns(sent.header.stamp)], sent.transform
+    got = (sent.header.frame_id, sent.child_frame_id,
+           [moved.translation.x, moved.translation.y, moved.translation.z,
+            moved.rotation.x, moved.rotation.y, moved.rotation.z, moved.rotation.w])
+    assert got == ("world", "pelvis", pytest.approx(
+        [pose.position.x, pose.position.y, pose.position.z, pose.orientation.x,
+         pose.orientation.y, pose.orientation.z, pose.orientation.w], abs=1e-9))
+
+
+@pytest.mark.skipif(HAS_TF2_MSGS, reason="tf2_msgs is installed: /tf is published")
+def test_without_tf2_msgs_the_log_says_once_why_there_is_no_tf(sim: RunningNode) -> None:
+    """Without tf2_msgs the node logs once that /tf is not published, naming the package."""
+    assert sim.process.wait_for_output(NO_TF_LOG, OUTPUT_TIMEOUT_S), sim.process.output()
+    assert sim.process.output().count(NO_TF_LOG) == 1

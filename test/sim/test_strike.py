@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from humanoid_balance.core.model import RobotModel
@@ -13,26 +14,49 @@ from humanoid_balance.experiments.strike import SimRun, run_sim, zmp_shift, zmp_
 from humanoid_balance.resources import urdf_path
 
 
-def _strike(balance: bool) -> SimRun:
-    """The paper's strike in MuJoCo (S = Lx, Ly), shortened settle and tail."""
+def _strike(balance: bool, paper_form: bool = False) -> SimRun:
+    """The paper's strike in MuJoCo (S = Lx, Ly), shortened tail; 0.5 s settle (the raised aux arm)."""
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
     return run_sim(model, speed=None, selection=PAPER_SELECTION, balance=balance, rate_hz=500.0,
-                   extra=0.1, settle=0.3)
+                   extra=0.1, settle=0.5, paper_form=paper_form)
 
 
 @pytest.fixture(scope="module")
 def with_rmc() -> SimRun:
-    """The strike with RMC, run once for the tests of this module."""
+    """The strike with RMC (the controller's defaults), run once for the tests of this module."""
     return _strike(balance=True)
 
 
+@pytest.fixture(scope="module")
+def without_rmc() -> SimRun:
+    """The strike without RMC (aux arm still), run once for the tests of this module."""
+    return _strike(balance=False)
+
+
 @pytest.mark.slow
-def test_rmc_reduces_the_measured_zmp_shift_to_a_quarter(with_rmc: SimRun) -> None:
+def test_rmc_reduces_the_measured_zmp_shift_to_a_quarter(with_rmc: SimRun,
+                                                         without_rmc: SimRun) -> None:
     """Peak measured ZMP shift with RMC (S = Lx, Ly) is at most 25 % of the shift without RMC."""
     shift = zmp_shift(with_rmc)
-    without = zmp_shift(_strike(balance=False))
+    without = zmp_shift(without_rmc)
     assert without.total_m > 0.05  # the strike does disturb the robot (> 50 mm)
     assert shift.total_m <= 0.25 * without.total_m, (shift, without)
+
+
+@pytest.mark.slow
+def test_default_keeps_the_feet_still(with_rmc: SimRun, without_rmc: SimRun) -> None:
+    """Default controller: max sole slip <= no-RMC slip + 1 mm and sole yaw < 1 deg (issue 11)."""
+    slip, slip_off = float(np.max(with_rmc.slip_m)), float(np.max(without_rmc.slip_m))
+    yaw_deg = float(np.rad2deg(np.max(with_rmc.yaw_rad)))
+    assert slip <= slip_off + 0.001 and yaw_deg < 1.0, (slip, slip_off, yaw_deg)
+
+
+@pytest.mark.slow
+def test_papers_pure_form_turns_the_feet(without_rmc: SimRun) -> None:
+    """The paper's pure form (posture_gain 0, aux from rest) yaws the soles > 1 deg; ratio <= 0.25."""
+    pure = _strike(balance=True, paper_form=True)
+    assert float(np.rad2deg(np.max(pure.yaw_rad))) > 1.0
+    assert zmp_shift(pure).total_m <= 0.25 * zmp_shift(without_rmc).total_m
 
 
 @pytest.mark.slow
@@ -51,6 +75,8 @@ def test_experiment_writes_every_metric_of_results_md(tmp_path: Path) -> None:
                  "--no-plots"]) == 0
     metrics = json.loads((tmp_path / "strike.json").read_text())["metrics"]
     expected = {"zmp_peak_mm_rmc", "zmp_peak_mm_no_rmc", "max_abs_selected_momentum",
+                "zmp_peak_mm_paper_form", "zmp_ratio_paper_form", "max_slip_mm_paper_form",
+                "max_sole_yaw_deg_paper_form", "max_sole_yaw_deg", "aux_posture_gain",
                 "min_margin_mm_rmc", "min_margin_mm_no_rmc", "model_zmp_min_margin_mm_no_rmc",
                 "peak_abs_dLz_dt", "friction_torque_limit", "max_slip_mm", "min_foot_fz_n",
                 "aux_shoulder_share", "max_balanced_speed", "first_limit"}
