@@ -2,7 +2,10 @@
 
 The experiment (the refused out-of-range command, then 6 s of tracking over a
 virtual CAN bus against simulated drives) is :mod:`humanoid_balance.experiments.waist`;
-this command parses the options, runs it, and writes ``OUT/waist_tracking.json``
+this command parses the options (``--trajectory FILE.csv``, ``--gear-ratios P,R``,
+``--limit-policy refuse|clamp``, each refused with a one-line error), runs it (and,
+with the default path and gears, the stop-and-clamp path of issue 14), and writes
+``OUT/waist_tracking.json``
 (metrics of ../shared/RESULTS.md) and the plots ``waist_angles.png`` (paper
 Figs. 9-10: pitch and roll, reference and actual), ``waist_motor_speeds.png``
 (Figs. 7-8: the two motor speeds), ``waist_tracking_error.png`` and
@@ -28,6 +31,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="inclinometer noise, 1 sigma, deg (default the paper's 0.02)")
     parser.add_argument("--seed", type=int, default=3, help="noise seed")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--trajectory", type=Path, default=None, metavar="FILE.csv",
+                        help="track this path instead of the paper's: a header line, then rows "
+                             "t_s,pitch_deg,roll_deg (times from 0, increasing)")
+    parser.add_argument("--gear-ratios", default="100,100", metavar="P,R",
+                        help="the differential's gear ratios i1 (pitch), i2 (roll) (default "
+                             "100,100)")
+    parser.add_argument("--limit-policy", default="refuse",
+                        help="points beyond the joint range: refuse (default) or clamp")
+
+
+def parse_gear_ratios(text: str) -> tuple[float, float]:
+    """``P,R`` as two finite gear ratios > 0.
+
+    Raises:
+        ConfigurationError: anything else (one line, saying what is expected).
+    """
+    from humanoid_balance.exceptions import ConfigurationError
+
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 2 or not all(math.isfinite(v) and v > 0.0 for v in values):
+        raise ConfigurationError(
+            f"--gear-ratios: expected two finite ratios > 0 as P,R (e.g. 100,100), got {text!r}")
+    return values[0], values[1]
+
+
+def parse_limit_policy(text: str) -> str:
+    """``refuse`` or ``clamp``.
+
+    Raises:
+        ConfigurationError: anything else.
+    """
+    from humanoid_balance.exceptions import ConfigurationError
+
+    if text not in ("refuse", "clamp"):
+        raise ConfigurationError(f"--limit-policy: expected refuse or clamp, got {text!r}")
+    return text
 
 
 def _pyplot() -> Any:
@@ -78,14 +120,14 @@ def _error_figure(run: TrackingRun, out: Path) -> Path:
     """Reference minus actual angle over time, with the paper's best error."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    err = run.reference_deg - run.actual_deg
+    err = run.shaped_deg - run.actual_deg  # what the controller follows (the shaped command)
     ax.plot(run.t_s, err[:, 0], label="pitch")
     ax.plot(run.t_s, err[:, 1], label="roll")
     ax.axhline(TARGET_TRACKING_ERROR_DEG, color="r", ls=":", label="0.1 deg (paper's best)")
     ax.axhline(-TARGET_TRACKING_ERROR_DEG, color="r", ls=":")
     ax.axvline(SETTLE_S, color="grey", ls="--")
     ax.set_xlabel("t / s")
-    ax.set_ylabel("reference - actual / deg")
+    ax.set_ylabel("shaped reference - actual / deg")
     ax.set_title("Tracking error")
     ax.legend()
     return save_figure(fig, out / "waist_tracking_error.png", dpi=120)
@@ -99,16 +141,42 @@ def plot(run: TrackingRun, out: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the experiment; 0 when it ran (the figures say how it went)."""
-    from humanoid_balance.experiments.waist import run_tracking, waist_metrics
+    from humanoid_balance.exceptions import ConfigurationError
+    from humanoid_balance.experiments.waist import (
+        read_path_csv,
+        run_stops_and_clamp,
+        run_tracking,
+        waist_metrics,
+    )
     from humanoid_balance.results import write_results
 
+    gear_ratios = parse_gear_ratios(args.gear_ratios)
+    limit_policy = parse_limit_policy(args.limit_policy)
+    if not (math.isfinite(args.noise_deg) and args.noise_deg >= 0.0):
+        raise ConfigurationError(f"--noise-deg: expected a finite value >= 0, got {args.noise_deg}")
+    path = read_path_csv(args.trajectory) if args.trajectory is not None else None
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    result = run_tracking(noise_deg=args.noise_deg, seed=args.seed)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(f"--out {out}: cannot create it ({exc.strerror}); choose a "
+                                 "writable folder") from None
+    result = run_tracking(noise_deg=args.noise_deg, seed=args.seed, path=path,
+                          gear_ratios=gear_ratios, limit_policy=limit_policy)
     print(f"paper command (pitch -12 + t deg): {result.refusal_message}")
-    write_results("waist_tracking", waist_metrics(result),
-                  command=f"humanoid-balance experiment waist --out {out}", directory=out)
+    # the stop-and-clamp path (issue 14) belongs to the default run
+    default = path is None and gear_ratios == (100.0, 100.0)
+    stops = run_stops_and_clamp(noise_deg=args.noise_deg, seed=args.seed) if default else None
+    if stops is not None:
+        print(f"stop-and-clamp path: {stops.clamped_message}; overshoot {stops.stop_overshoot_deg:.4f}"
+              f" deg at a stop, {stops.edge_overshoot_deg:.4f} deg past the edge")
+    command = "humanoid-balance experiment waist --out " + str(out) + "".join(
+        f" --{k.replace('_', '-')} {v}" for k, v in (
+            ("trajectory", args.trajectory), ("gear_ratios", args.gear_ratios if not default
+                                              else None),
+            ("limit_policy", limit_policy if limit_policy != "refuse" else None)) if v is not None)
+    write_results("waist_tracking", waist_metrics(result, stops), command=command, directory=out)
     if not args.no_plots:
-        for path in plot(result, out):
-            print(f"wrote {path}")
+        for written in plot(result, out):
+            print(f"wrote {written}")
     return 0

@@ -26,6 +26,13 @@ drives. It owns the safety logic of issue 5:
   refused when the controller is built, not met mid-motion;
 * enabling starts from the measured motor positions with zero velocity; an old
   trajectory or setpoint is never resumed;
+* the two integrals that shift the reference (the outer loop's inclinometer offset, the
+  encoder-error integral that removes the servo's droop under load) are bounded
+  (:data:`OFFSET_LIMIT_RAD`, :data:`DROOP_LIMIT_RAD`) and frozen while a motor is held
+  back (saturated current, lost or late samples, the encoders more than
+  :data:`HELD_BACK_RAD` behind); the offset integrates only on a fresh inclinometer
+  sample (on the encoders the droop integral already removes their error), so a drive
+  that falls behind does not wind them up into an overshoot;
 * only :meth:`servo_cycle` sends setpoints, so a stalled loop stops feeding the
   drives' watchdogs and they stop on their own.
 """
@@ -33,10 +40,11 @@ drives. It owns the safety logic of issue 5:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +57,7 @@ from humanoid_balance.can.protocol import (
     ControlCommand,
     WaistProtocol,
 )
+from humanoid_balance.core.blended_trajectory import BlendedTrajectory
 from humanoid_balance.core.bus_load import BusLoad, check_bus_load
 from humanoid_balance.core.servo import EncoderVelocity, MotorServo, ServoGains
 from humanoid_balance.core.waist_kinematics import DifferentialWaist, RmrcOuterLoop
@@ -60,6 +69,15 @@ from humanoid_balance.exceptions import (
 )
 
 FloatArray = NDArray[np.float64]
+#: rad, the most the encoder-error integral may shift the reference (the paper's torso droops
+#: 0.35 deg at 30 deg pitch under the P position loop)
+DROOP_LIMIT_RAD = math.radians(0.5)
+#: rad, the most the inclinometer feedback of the outer loop may shift the reference (what the
+#: encoders do not see: the structure's deflection, the inclinometer's mounting)
+OFFSET_LIMIT_RAD = math.radians(1.0)
+#: rad, an encoder error (reference with its offsets minus the encoders) beyond which the motors
+#: are held back (saturated current, a starved or braked drive): both integrals then freeze
+HELD_BACK_RAD = math.radians(1.0)
 
 
 class ControllerState(Enum):
@@ -90,6 +108,10 @@ class WaistControllerConfig:
         inclinometer_timeout_s: older inclinometer samples are not used (encoders instead).
         stop_deceleration_rad_s2: motor deceleration of a controlled stop.
         limit_policy: ``refuse`` or ``clamp`` for trajectory points beyond the range.
+        velocity_limit_rad_s: joint speed bound of the shaped reference (URDF: 60 deg/s).
+        acceleration_limit_rad_s2: joint acceleration bound of the shaped reference.
+        droop_gain_per_s: gain of the integral of the encoders' error (the servo's static
+            error under load; 0 = none), 1/s.
         bitrate: bus bit rate for the load check, bit/s.
         max_bus_load: allowed bus share (0.5).
     """
@@ -104,6 +126,9 @@ class WaistControllerConfig:
     inclinometer_timeout_s: float = 0.1
     stop_deceleration_rad_s2: float = 50.0
     limit_policy: str = "refuse"
+    velocity_limit_rad_s: float = math.radians(60.0)
+    acceleration_limit_rad_s2: float = math.radians(30.0)
+    droop_gain_per_s: float = 20.0
     bitrate: int = 320_000
     max_bus_load: float = 0.5
 
@@ -113,9 +138,11 @@ class WaistControllerConfig:
             raise ConfigurationError(
                 f"outer_rate must be in (0, servo_rate = {servo_rate:g}] Hz, got {self.outer_rate_hz}")
         for name in ("command_timeout_s", "feedback_timeout_s", "inclinometer_timeout_s",
-                     "stop_deceleration_rad_s2"):
+                     "stop_deceleration_rad_s2", "velocity_limit_rad_s",
+                     "acceleration_limit_rad_s2", "outer_gain_per_s", "droop_gain_per_s"):
             value = getattr(self, name)
-            if not math.isfinite(value) or value <= 0.0:
+            if not math.isfinite(value) or (value <= 0.0 and not name.endswith("gain_per_s")) \
+                    or value < 0.0:
                 raise ConfigurationError(f"{name} must be finite and > 0, got {value}")
         if self.feedback_timeout_s < 2.0 * self.gains.dt:
             raise ConfigurationError(
@@ -147,35 +174,61 @@ class TrajectoryResult(NamedTuple):
 
 @dataclass(frozen=True)
 class WaistTrajectory:
-    """Joint trajectory of the waist, times relative to its start.
+    """The shaped joint reference of a command (see :mod:`humanoid_balance.core.blended_trajectory`).
 
     Attributes:
-        times_s: (N,) increasing times from the start, s.
-        positions_rad: (N, 2) ``[pitch, roll]``.
-        start_s: controller-clock time of ``times_s = 0``.
+        path: the blended path, times from ``start_s``.
+        start_s: controller-clock time of the path's time 0 (when it was planned).
     """
 
-    times_s: FloatArray
-    positions_rad: FloatArray
+    path: BlendedTrajectory
     start_s: float
 
     @property
     def end_s(self) -> float:
-        """Clock time of the last point."""
-        return self.start_s + float(self.times_s[-1])
+        """Clock time at which the path is at rest on its last point."""
+        return self.start_s + self.path.duration_s
 
     def sample(self, now_s: float) -> tuple[FloatArray, FloatArray]:
-        """Position and velocity at clock time ``now_s`` (linear interpolation, held at the end)."""
-        t = now_s - self.start_s
-        times, pos = self.times_s, self.positions_rad
-        if t <= times[0]:
-            return pos[0].copy(), np.zeros(2)
-        if t >= times[-1]:
-            return pos[-1].copy(), np.zeros(2)
-        k = int(np.searchsorted(times, t, side="right")) - 1
-        span = times[k + 1] - times[k]
-        rate = (pos[k + 1] - pos[k]) / span
-        return pos[k] + rate * (t - times[k]), rate
+        """Position [rad] and velocity [rad/s] at clock time ``now_s`` (held at the end)."""
+        return self.path.sample(now_s - self.start_s)
+
+
+def clamp_path(times_s: FloatArray, positions_rad: FloatArray, lower: FloatArray,
+               upper: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """A piecewise-linear path clamped into ``[lower, upper]`` along its segments.
+
+    Where a segment crosses a bound, a point is inserted at the crossing, so the
+    clamped path follows the commanded one up to the edge and then stays on it
+    (clamping the points alone would bend the in-range part of a segment).
+
+    Args:
+        times_s: (N,) increasing times [s].
+        positions_rad: (N, J) points [rad].
+        lower, upper: (J,) the range [rad].
+
+    Returns:
+        The times and the clamped points (N or more).
+    """
+    out_t = [float(times_s[0])]
+    out_p = [positions_rad[0]]
+    for k in range(1, len(times_s)):
+        t0, t1 = float(times_s[k - 1]), float(times_s[k])
+        p0, p1 = positions_rad[k - 1], positions_rad[k]
+        crossings = []
+        for bound in (lower, upper):
+            d = p1 - p0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = (bound - p0) / d
+            crossings += [float(x) for x in f if 0.0 < x < 1.0]
+        for f in sorted(set(crossings)):
+            out_t.append(t0 + f * (t1 - t0))
+            out_p.append(p0 + f * (p1 - p0))
+        out_t.append(t1)
+        out_p.append(p1)
+    times = np.array(out_t)
+    keep = np.concatenate([[True], np.diff(times) > 0.0])
+    return times[keep], np.clip(np.array(out_p), lower, upper)[keep]
 
 
 class CycleOutput(NamedTuple):
@@ -191,6 +244,10 @@ class CycleOutput(NamedTuple):
         currents_sent_a: the setpoints sent this period (None = nothing sent).
         reference_rad: joint reference.
         tracking_error_rad: reference minus measured (inclinometer if fresh).
+        shaped_reference_rad: the shaped joint reference the outer loop follows (the
+            command within the speed and acceleration limits, a hold, or a stop's ramp),
+            without the feedback's offsets; NaN while the drives are disabled.
+        shaped_velocity_rad_s: its rate (rad/s); NaN while disabled.
     """
 
     state: ControllerState
@@ -202,6 +259,8 @@ class CycleOutput(NamedTuple):
     currents_sent_a: tuple[float, float] | None
     reference_rad: FloatArray
     tracking_error_rad: FloatArray
+    shaped_reference_rad: FloatArray = np.full(2, np.nan)
+    shaped_velocity_rad_s: FloatArray = np.full(2, np.nan)
 
 
 class WaistController:
@@ -241,6 +300,14 @@ class WaistController:
         self.messages: list[str] = []
         self._trajectory: WaistTrajectory | None = None
         self._command_deadline_s = math.inf
+        self._command_received_s = -math.inf
+        self._offset = np.zeros(2)  # joint offset the outer loop's inclinometer feedback adds
+        self._offset_rate = np.zeros(2)
+        self._hold_q = np.zeros(2)  # the reference of a hold [rad]
+        self._clear_requested_s: float | None = None  # when reset_fault asked the drives
+        self._droop = np.zeros(2)  # joint offset integrating the servo's static error out
+        self._droop_rate = np.zeros(2)
+        self._measured_at_s = -math.inf  # time of the joint measurement the outer loop uses
         self._theta_ref = np.zeros(2)
         self._motor_rate = np.zeros(2)
         self._q_ref = np.zeros(2)
@@ -248,6 +315,38 @@ class WaistController:
         self._inclinometer: tuple[FloatArray, float] | None = None
         self._enabled_cycles = 0
         self._enabled_at_s = -math.inf
+        self._enable_requested_s = -math.inf
+        self._on_inclinometer = False  # the outer loop's measurement is a fresh inclinometer sample
+        self._saturated = False  # a servo's current saturated in the last period
+
+    @property
+    def cycles(self) -> int:
+        """Servo periods run so far."""
+        return self._cycle
+
+    @property
+    def enabled_at_s(self) -> float:
+        """Clock time of the last successful :meth:`enable`, s (-inf: never)."""
+        return self._enable_requested_s
+
+    def shaped_reference(self, now_s: float) -> FloatArray | None:
+        """The running command's shaped joint reference at ``now_s`` (rad), None without one.
+
+        This is the path the outer loop follows (within the speed and acceleration limits),
+        without the offsets the feedback adds to the motor reference.
+        """
+        if self.state != ControllerState.RUNNING or self._trajectory is None:
+            return None
+        return self._trajectory.sample(now_s)[0]
+
+    @property
+    def command_deadline_s(self) -> float:
+        """Clock time after which a running command ends in a controlled stop (inf: none), s.
+
+        The shaped path's end (a command slowed to the joints' limits ends later than its
+        last point's time) plus ``command_timeout_s``.
+        """
+        return self._command_deadline_s
 
     # --- requests --------------------------------------------------------------------------
 
@@ -257,6 +356,8 @@ class WaistController:
         Raises:
             CanBusError: in FAULT (reset first), without fresh feedback, or when sending fails.
         """
+        if self.state == ControllerState.FAULT and self._clear_requested_s is not None:
+            self.reset_fault(now_s)  # a reset was requested: judge the drives again
         if self.state == ControllerState.FAULT:
             raise CanBusError(f"cannot enable in FAULT ({self.fault_reason}): call reset first")
         if self.state in ENABLED_STATES:
@@ -268,10 +369,18 @@ class WaistController:
                 "cannot enable: no fresh feedback from both drives; check the bus and the drives "
                 "(the loop polls them while disabled)")
         self._trajectory = None
-        self._enabled_at_s = now_s  # feedback after this + feedback_timeout must say enabled
+        # feedback received after the second servo period's setpoint must say enabled (set then:
+        # an answer to a setpoint sent before the enable may be received after it, and late when
+        # the loop is starved, so the time of the request says nothing)
+        self._enabled_at_s = math.inf
+        self._enable_requested_s = now_s
         self._command_deadline_s = math.inf
         self._theta_ref, self._q_ref = self._clamp_motor_reference(theta)
+        self._hold_q = self._q_ref.copy()
+        self._offset, self._offset_rate = np.zeros(2), np.zeros(2)
+        self._droop, self._droop_rate = np.zeros(2), np.zeros(2)
         self._motor_rate = np.zeros(2)
+        self._saturated = False
         for servo in self.servos:
             servo.reset()
         for node in self.nodes:
@@ -292,16 +401,65 @@ class WaistController:
             self._trajectory = None
             self.state = ControllerState.STOPPING
 
-    def reset_fault(self, now_s: float) -> None:
-        """Leave FAULT on request: re-open the bus if it was off, clear the drives' faults."""
+    def drives_report_enabled(self, since_s: float) -> bool:
+        """Both drives' feedback, received after ``since_s``, says enabled and no fault."""
+        samples = self._read_samples()
+        return all(s is not None and s.stamp_s > since_s and s.feedback.enabled
+                   and not s.feedback.fault for s in samples)
+
+    def reset_fault(self, now_s: float, renew: bool = False) -> str:
+        """Leave FAULT on request, but only once its cause is gone.
+
+        The first call after a fault re-opens the bus if it was off and asks the drives to
+        clear their faults; every call then judges the feedback received *after* that
+        request (an older sample still shows the fault): no fresh feedback from a drive,
+        a drive still reporting a fault, bus-off or a dead receive thread keep the
+        controller in FAULT with that cause as its reason.
+
+        Returns:
+            "" when the controller left FAULT (it is IDLE), else the cause that remains.
+
+        Args:
+            now_s: controller clock now.
+            renew: ask the bus and the drives again (a new request).
+        """
         if self.state != ControllerState.FAULT:
-            return
-        if self.bus.bus_off or self.bus.receive_failure is not None:
-            self.bus.recover()
-        for node in self.nodes:
-            self.bus.send_control(node, ControlCommand.CLEAR_FAULT)
+            return ""
+        if self._clear_requested_s is None or renew:
+            if self.bus.bus_off or self.bus.receive_failure is not None:
+                with contextlib.suppress(CanBusError):
+                    self.bus.recover()
+            for node in self.nodes:
+                with contextlib.suppress(CanBusError):
+                    self.bus.send_control(node, ControlCommand.CLEAR_FAULT)
+            self._clear_requested_s = now_s
+        cause = self._standing_cause(self._read_samples(), now_s, self._clear_requested_s)
+        if cause:
+            self.fault_reason = f"{cause} (after the reset request)"
+            return cause
         self.fault_reason = ""
+        self._clear_requested_s = None
         self.state = ControllerState.IDLE
+        return ""
+
+    def _standing_cause(self, samples: tuple[FeedbackSample | None, FeedbackSample | None],
+                        now_s: float, since_s: float) -> str:
+        """Why the drives cannot be enabled: bus, silence, or a fault bit after ``since_s``."""
+        bus = self.bus
+        if bus.bus_off:
+            return CanBusOffError.message
+        if bus.receive_failure is not None:
+            return f"feedback lost: {bus.receive_failure}"
+        for node, sample in zip(self.nodes, samples, strict=True):
+            if sample is None or sample.stamp_s <= since_s:
+                return f"drive {node} sent no feedback since the fault was cleared"
+            if now_s - sample.stamp_s > self.config.feedback_timeout_s:
+                return f"drive {node} stopped answering"
+            if sample.feedback.fault:
+                status = bus.status(node)
+                code = status.fault_code if status is not None else -1
+                return f"drive {node} still reports a fault (code {code})"
+        return ""
 
     def set_trajectory(self, times_s: FloatArray, positions_rad: FloatArray,
                        now_s: float, start_s: float | None = None) -> TrajectoryResult:
@@ -346,17 +504,70 @@ class WaistController:
                 return TrajectoryResult(False, False, (
                     f"refused: {detail}; send targets inside the joint range "
                     "(or set limit_policy to clamp)"))
-            pos = np.clip(pos, lo, hi)
+            times, pos = clamp_path(times, pos, lo, hi)
             clamped = True
-            message = f"clamped: {detail}; those values were clamped to the range"
-        start = now_s if start_s is None else float(start_s)
-        if times[0] > 0.0:  # start from the present reference
-            times = np.concatenate([[0.0], times])
-            pos = np.vstack([self._q_ref, pos])
-        self._trajectory = WaistTrajectory(times, pos, start)
+            message = f"clamped: {detail}; the path was clamped at the range's edge"
+        # times from now: points already past are dropped (the last one is kept, reached as soon
+        # as the limits allow)
+        ahead = times + ((now_s if start_s is None else float(start_s)) - now_s)
+        future = ahead > 0.0
+        if not np.any(future):
+            ahead, pos = np.array([self.config.gains.dt]), pos[-1:]
+        else:
+            ahead, pos = ahead[future], pos[future]
+        q_now, qd_now = self._reference_now(now_s)
+        try:
+            path = BlendedTrajectory.plan(
+                ahead, pos, initial_position=q_now, initial_velocity=qd_now,
+                velocity_limit=self.config.velocity_limit_rad_s,
+                acceleration_limit=self.config.acceleration_limit_rad_s2)
+        except InvalidInputError as exc:
+            return TrajectoryResult(False, False, f"refused: {exc}")
+        if path.stretched_s > 1e-6:
+            message += (f"; slowed to the joints' limits: the last point is reached "
+                        f"{path.stretched_s:.3f} s late")
+        self._trajectory = WaistTrajectory(path, now_s)
+        self._command_received_s = now_s
         self._command_deadline_s = max(now_s, self._trajectory.end_s) + self.config.command_timeout_s
         self.state = ControllerState.RUNNING
         return TrajectoryResult(True, clamped, message)
+
+    def _reference_now(self, now_s: float) -> tuple[FloatArray, FloatArray]:
+        """The joint reference and its velocity now: where a new path starts from."""
+        if self.state == ControllerState.RUNNING and self._trajectory is not None:
+            q, qd = self._trajectory.sample(now_s)
+            return self.waist.clamp(q), qd
+        if self.state == ControllerState.HOLDING:
+            return self._hold_q.copy(), np.zeros(2)
+        # stopping: the motor reference less the inclinometer offset (which it keeps)
+        return self._q_ref - self._offset - self._droop, self.waist.j_qw @ self._motor_rate
+
+    def update(self, *, outer_gain_per_s: float | None = None, limit_policy: str | None = None,
+               command_timeout_s: float | None = None,
+               inclinometer_timeout_s: float | None = None,
+               velocity_limit_rad_s: float | None = None,
+               acceleration_limit_rad_s2: float | None = None) -> None:
+        """Change run-time tunables between two servo periods (None: unchanged).
+
+        The limits of the shaped reference apply to the next command; the command
+        timeout also to the current one.
+
+        Raises:
+            ConfigurationError: an invalid value (nothing is changed).
+        """
+        changes: dict[str, Any] = {k: v for k, v in (
+            ("outer_gain_per_s", outer_gain_per_s), ("limit_policy", limit_policy),
+            ("command_timeout_s", command_timeout_s),
+            ("inclinometer_timeout_s", inclinometer_timeout_s),
+            ("velocity_limit_rad_s", velocity_limit_rad_s),
+            ("acceleration_limit_rad_s2", acceleration_limit_rad_s2)) if v is not None}
+        config = dataclasses.replace(self.config, **changes)
+        outer = RmrcOuterLoop(config.waist, gain_per_s=config.outer_gain_per_s,
+                              max_joint_rate_rad_s=self.outer.max_joint_rate_rad_s)
+        self.config, self.outer = config, outer
+        if self._trajectory is not None:
+            self._command_deadline_s = (max(self._command_received_s, self._trajectory.end_s)
+                                        + config.command_timeout_s)
 
     def on_inclinometer(self, pitch_rad: float, roll_rad: float, now_s: float) -> bool:
         """Store an inclinometer sample; False (ignored) if non-finite."""
@@ -404,8 +615,12 @@ class WaistController:
                     self._fault(str(exc))
         joint_vel = self.waist.j_qw @ omega
         error = (self._q_ref - q_meas) if self.state in ENABLED_STATES else np.full(2, np.nan)
+        if self.state in ENABLED_STATES:
+            shaped, shaped_rate = self._reference_now(now_s)
+        else:
+            shaped, shaped_rate = np.full(2, np.nan), np.full(2, np.nan)
         return CycleOutput(self.state, q_encoders, joint_vel, theta, omega, current, sent,
-                           self._q_ref.copy(), error)
+                           self._q_ref.copy(), error, shaped, shaped_rate)
 
     # --- internals -----------------------------------------------------------------------------
 
@@ -470,39 +685,102 @@ class WaistController:
                 code = status.fault_code if status is not None else -1
                 return f"drive {node} reported a fault (code {code}{', watchdog' if fb.watchdog else ''})"
             if (not fb.enabled
-                    and sample.stamp_s - self._enabled_at_s > self.config.feedback_timeout_s):
+                    and sample.stamp_s > self._enabled_at_s):
                 return f"drive {node} is no longer enabled"
         return ""
 
     def _measured_joint(self, q_encoders: FloatArray, now_s: float) -> FloatArray:
         incl = self._inclinometer
         if incl is not None and now_s - incl[1] <= self.config.inclinometer_timeout_s:
+            self._measured_at_s = min(incl[1], now_s)
+            self._on_inclinometer = True
             return incl[0]
+        self._measured_at_s = now_s
+        self._on_inclinometer = False
         return q_encoders
 
     def _servo(self, theta: FloatArray, omega: FloatArray, fresh: tuple[bool, bool],
                q_meas: FloatArray, now_s: float) -> tuple[float, float]:
         dt = self.config.gains.dt
         self._enabled_cycles += 1
+        if self._enabled_cycles == 2:  # this period's setpoint follows one sent after the enable
+            self._enabled_at_s = now_s
         if not np.all(np.isfinite(theta)):
             raise InvalidInputError("motor positions are not finite")
-        if self.state == ControllerState.RUNNING and self._trajectory is not None:
-            if self._cycle % self._outer_every == 0 or self._enabled_cycles == 1:
+        running = self.state == ControllerState.RUNNING and self._trajectory is not None
+        if running or self.state == ControllerState.HOLDING:
+            # the shaped reference every period (feed-forward); the inclinometer feedback of the
+            # outer loop at the outer rate, integrated into a joint offset (a hold is a path at rest)
+            if self._trajectory is not None and running:
                 q_ref, qd_ref = self._trajectory.sample(now_s)
-                self._motor_rate = self.outer.step(q_ref, qd_ref, q_meas).motor_rates
+            else:
+                q_ref, qd_ref = self._hold_q, np.zeros(2)
+            if self._cycle % self._outer_every == 0 or self._enabled_cycles == 1:
+                if self._on_inclinometer:
+                    # the reference when the measurement was taken (an inclinometer sample is up
+                    # to an outer period old: compared with the present reference, a moving waist
+                    # would look late by as much and the offset would wind up)
+                    q_then = (self._trajectory.sample(self._measured_at_s)[0]
+                              if running and self._trajectory is not None else q_ref)
+                    feedback = self.outer.step(q_then, np.zeros(2), q_meas).motor_rates
+                    self._offset_rate = self.waist.j_qw @ feedback
+                else:
+                    # on the encoders the droop integral below already removes their error: a
+                    # second integral of the same error only winds up (the offset is kept)
+                    self._offset_rate = np.zeros(2)
+            # the servo's own static error (a P position loop droops under load) integrated out on
+            # the encoders, every period
+            q_enc = self.waist.joint_from_motor(theta)
+            encoder_error = q_ref + self._offset + self._droop - q_enc
+            if fresh[0] and fresh[1]:  # a repeated (lost) sample is no new measurement
+                self._droop_rate = self.config.droop_gain_per_s * (q_ref + self._offset - q_enc)
+            if self._held_back(encoder_error, fresh):
+                # anti-windup: while a motor cannot follow (saturated current, a starved or braked
+                # drive, lost samples) neither integral may grow; they resume once it follows
+                self._offset_rate, self._droop_rate = np.zeros(2), np.zeros(2)
+            # both bounded: whatever happens, they shift the reference by little
+            self._offset, self._offset_rate = _integrate(self._offset, self._offset_rate, dt,
+                                                         OFFSET_LIMIT_RAD)
+            self._droop, self._droop_rate = _integrate(self._droop, self._droop_rate, dt,
+                                                       DROOP_LIMIT_RAD)
+            self._motor_rate = self.waist.motor_from_joint(qd_ref + self._offset_rate
+                                                           + self._droop_rate)
+            self._theta_ref, self._q_ref = self._clamp_motor_reference(
+                self.waist.motor_from_joint(q_ref + self._offset + self._droop))
+            return self._send_servo(theta, omega, fresh)
         elif self.state == ControllerState.STOPPING:
             step = self.config.stop_deceleration_rad_s2 * dt
             self._motor_rate = np.sign(self._motor_rate) * np.maximum(np.abs(self._motor_rate) - step, 0.0)
             if not np.any(self._motor_rate):
                 self.state = ControllerState.HOLDING
+                self._hold_q = self._q_ref - self._offset - self._droop
+                self._offset_rate = np.zeros(2)
+                self._droop_rate = np.zeros(2)
         else:
             self._motor_rate = np.zeros(2)
         self._theta_ref, self._q_ref = self._clamp_motor_reference(
             self._theta_ref + self._motor_rate * dt)
+        return self._send_servo(theta, omega, fresh)
+
+    def _held_back(self, encoder_error: FloatArray, fresh: tuple[bool, bool]) -> bool:
+        """Whether a motor cannot follow its reference now (the integrals must not grow).
+
+        Held back: a servo's current saturated last period, a sample not new (lost or late
+        frames: a starved drive), or the encoders further than :data:`HELD_BACK_RAD` from the
+        reference with its offsets (a static droop is smaller; a drive that falls behind is not).
+        """
+        return (self._saturated or not (fresh[0] and fresh[1])
+                or float(np.max(np.abs(encoder_error))) > HELD_BACK_RAD)
+
+    def _send_servo(self, theta: FloatArray, omega: FloatArray,
+                    fresh: tuple[bool, bool]) -> tuple[float, float]:
+        """The motor servos on the reference, and the current setpoints sent."""
         theta_ref, rate = self._theta_ref, self._motor_rate
-        currents = [servo.step(float(theta_ref[k]), float(rate[k]), float(theta[k]),
-                               float(omega[k]), fresh=fresh[k]).current_a
-                    for k, servo in enumerate(self.servos)]
+        outputs = [servo.step(float(theta_ref[k]), float(rate[k]), float(theta[k]),
+                              float(omega[k]), fresh=fresh[k])
+                   for k, servo in enumerate(self.servos)]
+        self._saturated = outputs[0].saturated or outputs[1].saturated
+        currents = [o.current_a for o in outputs]
         slots = (currents[self._motor_in_slot[0]], currents[self._motor_in_slot[1]])
         self.bus.send_currents(slots)
         return slots
@@ -519,6 +797,7 @@ class WaistController:
         return self.waist.motor_from_joint(q), q
 
     def _fault(self, reason: str) -> None:
+        self._clear_requested_s = None
         self.state = ControllerState.FAULT
         self.fault_reason = reason
         self.messages.append(f"FAULT: {reason}; both drives disabled")
@@ -532,6 +811,20 @@ class WaistController:
             # bus off: the drives' watchdogs stop them (no setpoints come)
             with contextlib.suppress(CanBusError):
                 self.bus.send_control(node, ControlCommand.DISABLE)
+
+
+def _integrate(value: FloatArray, rate: FloatArray, dt: float,
+               limit: float) -> tuple[FloatArray, FloatArray]:
+    """``value + rate dt`` kept within ``+-limit``, and the rate that was really integrated.
+
+    Args:
+        value: (2,) the integral [rad].
+        rate: (2,) its rate [rad/s].
+        dt: period [s].
+        limit: bound [rad].
+    """
+    new = np.clip(value + rate * dt, -limit, limit)
+    return new, (new - value) / dt
 
 
 def _check_current_limit(current_limit_a: float, protocol: WaistProtocol) -> None:

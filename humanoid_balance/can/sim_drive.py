@@ -177,6 +177,8 @@ class SimulatedDrive:
     last_setpoint_s: float = -math.inf
     disabled_since_s: float = 0.0
     answering: bool = True
+    #: the fault's cause persists (a CLEAR_FAULT leaves the fault set until the cause is gone)
+    fault_persists: bool = False
     drop_probability: float = 0.0
     frames_received: int = 0
     frames_dropped: int = 0
@@ -219,7 +221,7 @@ class SimulatedDrive:
                 self.setpoint = 0.0  # never resume a latched setpoint
                 self.last_setpoint_s = now_s
         elif command == ControlCommand.CLEAR_FAULT:
-            if not self.enabled:
+            if not self.enabled and not self.fault_persists:
                 self.fault_code = FaultCode.NONE
         elif not self.enabled:
             self.mode = command  # mode changes only while disabled
@@ -336,11 +338,26 @@ class SimulatedWaist:
         with self._lock:
             self.external_joint_torque = torque
 
-    def inject_fault(self, node_id: int, code: FaultCode = FaultCode.INTERNAL) -> None:
-        """Make drive ``node_id`` report a fault (output off, brake)."""
+    def inject_fault(self, node_id: int, code: FaultCode = FaultCode.INTERNAL, *,
+                     persists: bool = False) -> None:
+        """Make drive ``node_id`` report a fault (output off, brake).
+
+        Args:
+            node_id: the drive.
+            code: the fault code it reports.
+            persists: the cause stays (an overheated motor): CLEAR_FAULT does not clear it
+                until :meth:`remove_fault_cause`.
+        """
         with self._lock:
-            self.drives[node_id - 1].fault(code, self.time_s)
+            drive = self.drives[node_id - 1]
+            drive.fault(code, self.time_s)
+            drive.fault_persists = persists
             self._status_dirty = True
+
+    def remove_fault_cause(self, node_id: int) -> None:
+        """The cause of a persistent fault is gone: the next CLEAR_FAULT clears it."""
+        with self._lock:
+            self.drives[node_id - 1].fault_persists = False
 
     def stop_answering(self, node_id: int, stop: bool = True) -> None:
         """Drive ``node_id`` stops (or resumes) sending anything."""

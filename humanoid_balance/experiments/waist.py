@@ -12,12 +12,19 @@ loop, DC motors, gear, encoder, gravity load). MuJoCo is not needed.
    ``-1 - 0.167 t`` deg, and tracks it for 6 s with 0.02 deg (1 sigma) inclinometer
    noise. The tracking error is the commanded path minus the true joint angles,
    counted after the first 0.5 s (target: max <= 0.1 deg, the paper's best).
+   It is counted against the controller's shaped reference (the command within the
+   joints' speed and acceleration limits, issue 14), which on this constant-rate path
+   is the command after a 0.03 s start blend; the deviation from the command itself
+   is reported beside it (on a path with corners it includes the rounded corners).
+3. With the default path: the stop-and-clamp path of issue 14 (:func:`run_stops_and_clamp`):
+   overshoot past a stop and past the clamped range edge, tracking of its shaped path.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +45,8 @@ class TrackingRun:
     Attributes:
         t_s: (n,) time since the in-range path started [s].
         reference_deg: (n, 2) commanded pitch, roll [deg].
+        shaped_deg: (n, 2) the controller's shaped reference (the command within the joints'
+            speed and acceleration limits: it rounds the command's corners) [deg].
         actual_deg: (n, 2) simulated joint angles [deg].
         measured_deg: (n, 2) last inclinometer reading (noisy) [deg].
         motor_speed_rad_s: (n, 2) motor speeds [rad/s].
@@ -51,6 +60,7 @@ class TrackingRun:
 
     t_s: FloatArray
     reference_deg: FloatArray
+    shaped_deg: FloatArray
     actual_deg: FloatArray
     measured_deg: FloatArray
     motor_speed_rad_s: FloatArray
@@ -65,6 +75,72 @@ class TrackingRun:
 def paper_reference_deg(t: FloatArray, pitch0_deg: float) -> FloatArray:
     """The paper's test path: pitch ``pitch0 + t`` deg, roll ``-1 - 0.167 t`` deg; (N, 2)."""
     return np.column_stack([pitch0_deg + t, -1.0 - 0.167 * t])
+
+
+@dataclass(frozen=True)
+class WaistPath:
+    """A tracking path: points joined by straight segments.
+
+    Attributes:
+        times_s: (N,) strictly increasing, from 0 [s].
+        points_deg: (N, 2) pitch, roll [deg].
+    """
+
+    times_s: FloatArray
+    points_deg: FloatArray
+
+    def at(self, t_s: FloatArray) -> FloatArray:
+        """The path at times ``t_s`` (held at the ends); (n, 2) deg."""
+        return np.column_stack([np.interp(t_s, self.times_s, self.points_deg[:, k])
+                                for k in range(2)])
+
+    @property
+    def duration_s(self) -> float:
+        """Time of the last point [s]."""
+        return float(self.times_s[-1])
+
+
+def paper_path() -> WaistPath:
+    """The in-range variant of the paper's path: pitch ``t`` deg, roll ``-1 - 0.167 t``, 6 s."""
+    times = np.linspace(0.0, DURATION_S, 61)
+    return WaistPath(times, paper_reference_deg(times, 0.0))
+
+
+def read_path_csv(path: Path) -> WaistPath:
+    """A path from a CSV file: one header line, then rows ``t_s, pitch_deg, roll_deg``.
+
+    Raises:
+        InvalidInputError: the file cannot be read, or its rows are not at least two
+            finite points with times from 0 and strictly increasing (one line, saying what).
+    """
+    from humanoid_balance.exceptions import InvalidInputError
+
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"--trajectory {path}: cannot read it ({exc.__class__.__name__}: "
+                                f"{exc.strerror if isinstance(exc, OSError) else exc})") from None
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            values = [float(c) for c in cells]
+        except ValueError:
+            values = []
+        if len(values) != 3 or not all(math.isfinite(v) for v in values):
+            raise InvalidInputError(
+                f"--trajectory {path} line {number}: expected three finite numbers "
+                f"t_s,pitch_deg,roll_deg, got {line.strip()!r}")
+        rows.append(values)
+    if len(rows) < 2:
+        raise InvalidInputError(f"--trajectory {path}: expected a header line and at least two "
+                                f"rows t_s,pitch_deg,roll_deg, got {len(rows)} rows")
+    data = np.array(rows)
+    if data[0, 0] != 0.0 or np.any(np.diff(data[:, 0]) <= 0.0):
+        raise InvalidInputError(f"--trajectory {path}: times must start at 0 and increase strictly")
+    return WaistPath(data[:, 0], data[:, 1:])
 
 
 class _Rig:
@@ -93,7 +169,7 @@ class _Rig:
 
 
 def _measured_bus_load_pct(bus: Any, config: Any, counted_before: dict[str, int],
-                           cycles: int) -> float:
+                           cycles: int, duration_s: float) -> float:
     """Bus load [%] of the setpoints sent (one per period) and the frames received in the run."""
     from humanoid_balance.core.bus_load import bus_load
 
@@ -102,59 +178,80 @@ def _measured_bus_load_pct(bus: Any, config: Any, counted_before: dict[str, int]
     status = counters.get("status", 0) - counted_before.get("status", 0)
     frames = {f.name: f for f in bus.protocol.periodic_frames(config.servo_rate_hz)}
     return float(bus_load([
-        frames["WaistCurrentCmd"]._replace(rate_hz=cycles / DURATION_S),
-        frames["DriveFeedback1"]._replace(name="DriveFeedback", rate_hz=feedback / DURATION_S),
-        frames["DriveStatus1"]._replace(name="DriveStatus", rate_hz=status / DURATION_S)],
+        frames["WaistCurrentCmd"]._replace(rate_hz=cycles / duration_s),
+        frames["DriveFeedback1"]._replace(name="DriveFeedback", rate_hz=feedback / duration_s),
+        frames["DriveStatus1"]._replace(name="DriveStatus", rate_hz=status / duration_s)],
         config.bitrate).percent)
 
 
-def _track(rig: _Rig, bus: Any, refusal: Any) -> TrackingRun:
-    """Start the in-range path and log it for ``DURATION_S`` (one row per servo period).
+def _track(rig: _Rig, bus: Any, refusal: Any, path: WaistPath) -> TrackingRun:
+    """Start ``path`` and log it for its duration (one row per servo period).
 
     ``refusal`` is the controller's answer to the paper's out-of-range command.
+
+    Raises:
+        InvalidInputError: the controller refused the path (the reason).
     """
+    from humanoid_balance.exceptions import InvalidInputError
+
     ctl, sim = rig.ctl, rig.sim
-    times = np.linspace(0.0, DURATION_S, 61)
     counted_before = bus.counters()
     t0 = sim.time_s
-    result = ctl.set_trajectory(times, np.radians(paper_reference_deg(times, 0.0)), t0)
+    result = ctl.set_trajectory(path.times_s, np.radians(path.points_deg), t0)
     if not result.accepted:
-        raise RuntimeError(f"the in-range path was refused: {result.message}")
-    n = round(DURATION_S / rig.dt)
-    log_t, ref, act, meas, speed, current = [], [], [], [], [], []
+        raise InvalidInputError(f"the controller {result.message}")
+    n = round(path.duration_s / rig.dt)
+    log_t, ref, shaped, act, meas, speed, current = [], [], [], [], [], [], []
     for _ in range(n):
         rig.tick()
         t = sim.time_s - t0
         log_t.append(t)
-        ref.append(paper_reference_deg(np.array([min(t, DURATION_S)]), 0.0)[0])
+        ref.append(path.at(np.array([t]))[0])
+        planned = ctl.shaped_reference(sim.time_s)
+        shaped.append(np.degrees(planned) if planned is not None else path.points_deg[-1])
         act.append(np.degrees(sim.joint_angles()))
         meas.append(rig.last_reading.copy())
         speed.append(sim.motor_velocities())
         current.append(sim.motor_currents())
     return TrackingRun(
-        t_s=np.array(log_t), reference_deg=np.array(ref), actual_deg=np.array(act),
+        t_s=np.array(log_t), reference_deg=np.array(ref), shaped_deg=np.array(shaped),
+        actual_deg=np.array(act),
         measured_deg=np.array(meas), motor_speed_rad_s=np.array(speed),
         motor_current_a=np.array(current), refused=not refusal.accepted,
         refusal_message=refusal.message, bus_load_pct=ctl.bus_load.percent,
-        measured_bus_load_pct=_measured_bus_load_pct(bus, rig.config, counted_before, n),
+        measured_bus_load_pct=_measured_bus_load_pct(bus, rig.config, counted_before, n,
+                                                     path.duration_s),
         final_state=ctl.state.value)
 
 
 def run_tracking(noise_deg: float = 0.02, seed: int = 3,
-                 channel: str = "experiment_waist") -> TrackingRun:
-    """The refusal of the paper's -12 deg start, then the in-range 6 s run.
+                 channel: str = "experiment_waist", path: WaistPath | None = None,
+                 gear_ratios: tuple[float, float] = (100.0, 100.0),
+                 limit_policy: str = "refuse") -> TrackingRun:
+    """The refusal of the paper's -12 deg start, then the tracking run.
 
     Args:
         noise_deg: inclinometer noise, 1 sigma [deg].
         seed: seed of the noise.
         channel: the python-can virtual bus channel (private to this run).
+        path: the path tracked (default :func:`paper_path`); the waist moves to its first
+            point first.
+        gear_ratios: the differential's gear ratios (pitch, roll), > 0.
+        limit_policy: ``refuse`` or ``clamp`` for points beyond the joint range.
+
+    Raises:
+        ConfigurationError: a gear ratio or a limit policy that cannot be used.
+        InvalidInputError: the path refused by the controller (the reason).
     """
     from humanoid_balance.can.bus import WaistCanBus
     from humanoid_balance.can.controller import WaistController, WaistControllerConfig
     from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.core.waist_kinematics import DifferentialWaist
 
-    config = WaistControllerConfig()
-    with SimulatedWaist(channel=channel, torso=TorsoLoad()) as sim, WaistCanBus(
+    path = paper_path() if path is None else path
+    waist = DifferentialWaist(gear_ratio_pitch=gear_ratios[0], gear_ratio_roll=gear_ratios[1])
+    config = WaistControllerConfig(waist=waist, limit_policy=limit_policy)
+    with SimulatedWaist(channel=channel, torso=TorsoLoad(), waist=waist) as sim, WaistCanBus(
             channel=channel, use_notifier=False, clock=lambda: sim.time_s) as bus:
         ctl = WaistController(config, bus)
         rig = _Rig(ctl, config, sim, noise_deg, seed)
@@ -167,44 +264,148 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3,
         times = np.linspace(0.0, DURATION_S, 61)
         refusal = ctl.set_trajectory(times, np.radians(paper_reference_deg(times, -12.0)),
                                      sim.time_s)
-        # 2. move to the start of the in-range path, settle
-        start = np.radians(paper_reference_deg(np.zeros(1), 0.0))
+        # 2. move to the start of the path, settle
+        start = np.radians(path.points_deg[:1])
         ctl.set_trajectory(np.array([1.0]), start, sim.time_s)
         for _ in range(int(1.5 / rig.dt)):
             rig.tick()
-        # 3. the in-range path
-        return _track(rig, bus, refusal)
+        # 3. the path
+        return _track(rig, bus, refusal, path)
+
+
+#: issue 14: overshoot past a stop and past a clamped range edge, and the tracking error of the
+#: shaped path with stops and a clamped segment [deg]
+TARGET_OVERSHOOT_DEG = 0.02
+TARGET_SHAPED_TRACKING_ERROR_DEG = 0.05
+#: the stop-and-clamp path: from 40 deg pitch up to 50 deg (clamped at the 45 deg edge, held),
+#: back down to 42 deg and a stop; roll 0 -> 5 deg and a stop. (time s, pitch deg, roll deg)
+STOPS_AND_CLAMP_PATH = ((1.0, 50.0, 5.0), (2.0, 50.0, 5.0), (2.5, 42.0, 5.0), (3.0, 42.0, 5.0))
+STOPS_AND_CLAMP_START_DEG = (40.0, 0.0)
+
+
+@dataclass(frozen=True)
+class StopsAndClampRun:
+    """The stop-and-clamp path (issue 14) and how the waist followed it.
+
+    Attributes:
+        edge_overshoot_deg: largest pitch beyond the 45 deg edge [deg] (<= 0 means none).
+        stop_overshoot_deg: largest pitch below the 42 deg stop once there, and roll beyond
+            its 5 deg stop [deg] (the larger).
+        max_tracking_error_deg: largest |shaped reference - actual| while the command runs,
+            both joints [deg].
+        clamped_message: the controller's answer to the command.
+        final_error_deg: |target - actual| at the end of the hold [deg].
+    """
+
+    edge_overshoot_deg: float
+    stop_overshoot_deg: float
+    max_tracking_error_deg: float
+    clamped_message: str
+    final_error_deg: float
+
+
+def run_stops_and_clamp(noise_deg: float = 0.02, seed: int = 3,
+                        channel: str = "experiment_waist_stops") -> StopsAndClampRun:
+    """The stop-and-clamp path with ``limit_policy`` clamp, the 25 kg torso, a noisy inclinometer.
+
+    The tracking error is counted against the shaped reference (the command within the
+    joints' speed and acceleration limits, what the controller follows): the command itself
+    steps its velocity at every point and cannot be followed by any real waist.
+    """
+    from humanoid_balance.can.bus import WaistCanBus
+    from humanoid_balance.can.controller import WaistController, WaistControllerConfig
+    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+
+    config = WaistControllerConfig(limit_policy="clamp")
+    start = tuple(math.radians(v) for v in STOPS_AND_CLAMP_START_DEG)
+    with SimulatedWaist(channel=channel, torso=TorsoLoad(),
+                        initial_joint_rad=(start[0], start[1])) as sim, WaistCanBus(
+            channel=channel, use_notifier=False, clock=lambda: sim.time_s) as bus:
+        ctl = WaistController(config, bus)
+        rig = _Rig(ctl, config, sim, noise_deg, seed)
+        for _ in range(5):
+            rig.tick()
+        ctl.enable(sim.time_s)
+        for _ in range(250):
+            rig.tick()
+        path = np.array(STOPS_AND_CLAMP_PATH)
+        result = ctl.set_trajectory(path[:, 0], np.radians(path[:, 1:]), sim.time_s)
+        if not result.accepted:
+            raise RuntimeError(f"the stop-and-clamp path was refused: {result.message}")
+        errors, pitch, roll = [], [], []
+        for _ in range(round((path[-1, 0] + 2.0) / rig.dt)):
+            rig.tick()
+            actual = np.degrees(sim.joint_angles())
+            reference = ctl.shaped_reference(sim.time_s)
+            if reference is not None:
+                errors.append(float(np.max(np.abs(np.degrees(reference) - actual))))
+            pitch.append(actual[0])
+            roll.append(actual[1])
+        p, r = np.array(pitch), np.array(roll)
+        # on the way down from the edge: once the pitch has come to 42 deg (within 0.001)
+        down = int(np.argmax(p))
+        reached = np.flatnonzero(p[down:] <= 42.0 + 1e-3)
+        at_stop = down + int(reached[0]) if reached.size else len(p)
+        stop = max(42.0 - float(np.min(p[at_stop:], initial=42.0)), float(np.max(r)) - 5.0)
+        final = float(np.max(np.abs([p[-1] - 42.0, r[-1] - 5.0])))
+        return StopsAndClampRun(float(np.max(p)) - 45.0, stop, float(max(errors)),
+                                result.message, final)
 
 
 @dataclass(frozen=True)
 class TrackingErrors:
-    """|reference - actual| over both joints after the first ``SETTLE_S``.
+    """|shaped reference - actual| over both joints after the first ``SETTLE_S``.
 
     Attributes:
         max_deg: largest error [deg].
         rms_deg: RMS error [deg].
+        command_deviation_deg: largest |command - actual| [deg]: the tracking error plus
+            what the shaping takes off the command's corners (``dv^2 / (8 a)`` at a
+            corner where the velocity changes by ``dv``).
     """
 
     max_deg: float
     rms_deg: float
+    command_deviation_deg: float
 
 
 def tracking_errors(run: TrackingRun) -> TrackingErrors:
-    """Max and RMS of |reference - actual| over both joints after the first 0.5 s, deg."""
+    """Max and RMS of |shaped reference - actual| over both joints after the first 0.5 s, deg.
+
+    The shaped reference is what the controller follows (issue 14: commands become paths
+    within the joints' speed and acceleration limits); on the paper's constant-rate path
+    it is the command itself once the start blend (0.03 s) is over.
+    """
     mask = run.t_s >= SETTLE_S
-    err = np.abs(run.reference_deg[mask] - run.actual_deg[mask])
-    return TrackingErrors(float(err.max()), float(np.sqrt(np.mean(err ** 2))))
+    err = np.abs(run.shaped_deg[mask] - run.actual_deg[mask])
+    deviation = np.abs(run.reference_deg[mask] - run.actual_deg[mask])
+    return TrackingErrors(float(err.max()), float(np.sqrt(np.mean(err ** 2))),
+                          float(deviation.max()))
 
 
-def waist_metrics(run: TrackingRun) -> dict[str, dict[str, Any]]:
-    """The metrics of ``waist_tracking.json`` (names of shared RESULTS.md)."""
+def waist_metrics(run: TrackingRun,
+                  stops: StopsAndClampRun | None = None) -> dict[str, dict[str, Any]]:
+    """The metrics of ``waist_tracking.json`` (names of shared RESULTS.md); with ``stops``, the
+    stop-and-clamp figures of issue 14 too."""
     from humanoid_balance.results import metric
 
     errors = tracking_errors(run)
-    return {
+    extra: dict[str, dict[str, Any]] = {}
+    if stops is not None:
+        extra = {
+            "stop_overshoot_deg": metric(stops.stop_overshoot_deg, "deg",
+                                         target=TARGET_OVERSHOOT_DEG, better="lower"),
+            "edge_overshoot_deg": metric(stops.edge_overshoot_deg, "deg",
+                                         target=TARGET_OVERSHOOT_DEG, better="lower"),
+            "stops_max_tracking_error_deg": metric(stops.max_tracking_error_deg, "deg",
+                                                   target=TARGET_SHAPED_TRACKING_ERROR_DEG,
+                                                   better="lower"),
+        }
+    return {**extra,
         "max_tracking_error_deg": metric(errors.max_deg, "deg", target=TARGET_TRACKING_ERROR_DEG,
                                          better="lower"),
         "rms_tracking_error_deg": metric(errors.rms_deg, "deg", better="lower"),
+        "max_command_deviation_deg": metric(errors.command_deviation_deg, "deg", better="lower"),
         "bus_load_pct": metric(run.bus_load_pct, "%", target=TARGET_BUS_LOAD_PCT, better="lower"),
         "measured_bus_load_pct": metric(run.measured_bus_load_pct, "%",
                                         target=TARGET_BUS_LOAD_PCT, better="lower"),

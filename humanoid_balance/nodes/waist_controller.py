@@ -39,25 +39,29 @@ both drives and put the controller in its FAULT state (``/diagnostics`` ERROR wi
 the reason); only a request leaves it: ``/waist/enable`` with ``data: true``
 clears the fault, re-opens the bus if needed and enables again.
 
-Simulation (``simulated_drives: true``, only with ``can.interface: virtual``): the
-node hosts the two simulated drives (:class:`~humanoid_balance.can.sim_drive.SimulatedWaist`)
-on its virtual channel, in its own process, carrying the humanoid's upper body
-(from ``urdf_path``) as a point mass (:func:`~humanoid_balance.can.sim_drive.upper_body_load`).
-The servo thread steps them by the monotonic time elapsed (real time), just before
-each servo cycle, and the controller then reads their answers from the bus itself
-(no receive thread), as the test rigs do: a drive answers every setpoint within
-its period whatever the load of the machine, where drives stepped by a thread of
-their own were starved past the 10 ms ``feedback_timeout`` (20 ms at activation,
-110 ms under a load average of 13, on the shared 2-core machine). A stall longer
-than :data:`SIMULATED_DRIVE_MAX_STEP_S` slows the drives' time down instead of
-jumping ahead. The frames still go through python-can and the DBC protocol. The
-drives live as long as the node (a cleanup and configure finds the waist where it
-was; they do not move while the node is unconfigured).
+Simulation (``simulated_drives: true``, only with ``can.interface: virtual``): the node
+hosts the two simulated drives (:class:`~humanoid_balance.can.sim_drive.SimulatedWaist`)
+on its virtual channel, in its own process, carrying the humanoid's upper body (from
+``urdf_path``) as a point mass
+(:func:`~humanoid_balance.can.sim_drive.upper_body_load`). The servo thread steps them
+by one servo period just before each servo cycle (lock-step; real time while the thread
+keeps its deadlines), and the controller then reads their answers from the bus itself
+(no receive thread), as the test rigs do: a drive answers every setpoint within its
+period whatever the load of the machine, where drives stepped by a thread of their own
+were starved past the 10 ms ``feedback_timeout`` (20 ms at activation, 110 ms under a
+load average of 13, on the shared 2-core machine). A stall of the thread slows the
+drives' time down instead of jumping ahead, and the controller's clock with them
+(monotonic time less the accumulated lag), so its reference never runs ahead of the
+waist it moves (stepped by the elapsed time, up to 8 ms, a starved thread made the waist
+overshoot a 2 deg roll target by 0.3 deg). The frames still go through python-can and
+the DBC protocol. The drives live as long as the node (a cleanup and configure finds the
+waist where it was; they do not move while the node is unconfigured).
 
-Clocks: the servo thread runs on the monotonic clock. Message stamps are on the
-node clock (simulation time with ``use_sim_time``): a command's stamp and an
-inclinometer sample's stamp are turned into monotonic times by their age on the
-node clock (``now - stamp``), so the inclinometer timeout holds on simulation
+Clocks: the servo thread runs on the monotonic clock (less the simulated drives'
+lag, see above: the controller's clock). Message stamps are on the node clock
+(simulation time with ``use_sim_time``): a command's stamp and an inclinometer
+sample's stamp are turned into controller times by their age on the node clock
+(``now - stamp``), so the inclinometer timeout holds on simulation
 time as on a robot (a sample is as old as its stamp says, and goes stale on the
 monotonic clock while the simulation pauses). ``/diagnostics`` is published on
 the steady clock, so it goes on while a simulation waits.
@@ -65,8 +69,13 @@ the steady clock, so it goes on while a simulation waits.
 Topics: ``/waist/command`` (JointTrajectory, joints ``waist_pitch``,
 ``waist_roll``), ``/waist/inclinometer`` (Imu) in; ``/joint_states`` (waist
 joints), ``/waist/tracking_error`` (Vector3Stamped, x = pitch, y = roll, rad),
-``/waist/motor_states`` and ``/diagnostics`` (DiagnosticArray) out. Services
-``/waist/enable`` (SetBool), ``/waist/stop`` (Trigger).
+``/waist/motor_states`` and ``/diagnostics`` (DiagnosticArray) out;
+``/waist/reference`` (JointState: the shaped joint reference and its rate, while the
+drives are enabled; stamped on the controller's clock, which is the node clock with
+real drives and falls behind it by the simulated drives' lag). Services
+``/waist/enable`` (SetBool), ``/waist/stop`` (Trigger). Test-only, with
+``simulated_drives``: ``/waist/sim/fault`` (String, :data:`SIM_FAULT_TOPIC`) injects
+faults into the simulated drives (a real bus has no such topic).
 """
 
 from __future__ import annotations
@@ -77,22 +86,20 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Vector3Stamped
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from humanoid_balance.can.bus import WaistCanBus, validate_node_ids
+from humanoid_balance.can.bus import WaistCanBus
 from humanoid_balance.can.controller import (
     ControllerState,
     CycleOutput,
@@ -102,7 +109,11 @@ from humanoid_balance.can.controller import (
 from humanoid_balance.can.sim_drive import SimulatedWaist, upper_body_load
 from humanoid_balance.core.servo import ServoGains
 from humanoid_balance.core.waist_kinematics import DifferentialWaist, pitch_roll_from_quaternion
-from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError, InvalidInputError
+from humanoid_balance.exceptions import (
+    ConfigurationError,
+    HumanoidBalanceError,
+    InvalidInputError,
+)
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
@@ -113,52 +124,76 @@ from humanoid_balance.nodes.common import (
     run_node,
     stamp_ns,
 )
+from humanoid_balance.params.ros import NodeParameters
+from humanoid_balance.params.waist_controller import SPEC
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
 NODE_NAME = "waist_controller"
+#: dynamic parameter -> (keyword of WaistController.update, conversion or None)
+_RUN_TIME: dict[str, tuple[str, Callable[[float], float] | None]] = {
+    "outer_gain": ("outer_gain_per_s", None),
+    "limit_policy": ("limit_policy", None),
+    "command_timeout": ("command_timeout_s", None),
+    "inclinometer_timeout": ("inclinometer_timeout_s", None),
+    "velocity_limit": ("velocity_limit_rad_s", math.radians),
+    "acceleration_limit": ("acceleration_limit_rad_s2", math.radians),
+}
 JOINTS = ("waist_pitch", "waist_roll")
 WARN_PERIOD_S = 2.0
-#: s, the longest step of the simulated drives (a longer stall of the servo thread slows
-#: their time down); under their 20 ms watchdog
-SIMULATED_DRIVE_MAX_STEP_S = 0.008
+#: s an enable request waits for the fault's cause to clear, then for the drives to confirm
+ENABLE_TIMEOUT_S = 0.3
+#: servo periods each of those waits lasts at least (a starved loop runs fewer in 0.3 s)
+ENABLE_MIN_PERIODS = 50
+#: test-only, with ``simulated_drives``: std_msgs/String faults of the simulated drives
+#: (``fault N [CODE] [persist]``, ``remove_cause N``, ``silent N``, ``answer N``,
+#: ``drop N P``, ``bus_off``, ``frame ID HEXDATA``, ``error_frame``); a real bus has no such
+#: topic
+SIM_FAULT_TOPIC = "/waist/sim/fault"
 
-_POSITIVE = ("can.bitrate", "gear_ratio_pitch", "gear_ratio_roll", "servo_rate", "outer_rate",
-             "current_limit", "current_unit", "command_timeout", "feedback_timeout",
-             "inclinometer_timeout", "stop_deceleration", "publish_rate", "diagnostics_rate")
-_NON_NEGATIVE = ("kp", "kv", "ki", "outer_gain", "spin_margin", "gil_switch_interval")
 
+def _sim_fault_action(drives: SimulatedWaist, words: list[str]) -> Callable[[], None]:
+    """The simulated-drive fault that ``words`` name (see :data:`SIM_FAULT_TOPIC`).
 
-def validate(name: str, value: Any) -> str | None:
-    """Why a parameter value is unusable, or None."""
-    if name in _POSITIVE or name in _NON_NEGATIVE:
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            return f"{name} must be a number, got {value!r}"
-        if not math.isfinite(v) or (v <= 0.0 if name in _POSITIVE else v < 0.0):
-            bound = "> 0" if name in _POSITIVE else ">= 0"
-            return f"{name} must be finite and {bound}, got {value!r}"
-    elif name in ("pitch_limits", "roll_limits"):
-        try:
-            lo, hi = (float(v) for v in value)
-        except (TypeError, ValueError):
-            return f"{name} must be [min, max] in degrees, got {value!r}"
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            return f"{name} must be finite [min, max] degrees with min < max, got {list(value)}"
-    elif name == "motor_ids":
-        try:
-            validate_node_ids(tuple(value))
-        except InvalidInputError as exc:
-            return str(exc)
-        except (TypeError, ValueError):
-            return f"motor_ids must be a list of the two drive node ids, got {value!r}"
-    elif name == "servo_priority":
-        if not isinstance(value, int) or not 0 <= value <= 99:
-            return f"{name} must be an integer 0..99 (0 = normal scheduling), got {value!r}"
-    elif name == "limit_policy" and value not in ("refuse", "clamp"):
-        return f"limit_policy must be 'refuse' or 'clamp', got {value!r}"
-    return None
+    Raises:
+        ValueError: an unknown fault or bad arguments.
+    """
+    import can
 
+    from humanoid_balance.can.protocol import FaultCode
+
+    kind, args = words[0], words[1:]
+
+    def node() -> int:
+        value = int(args[0])
+        if value not in (1, 2):
+            raise ValueError(f"drive {value}: expected 1 or 2")
+        return value
+
+    if kind == "fault":
+        code = FaultCode(int(args[1])) if len(args) > 1 else FaultCode.INTERNAL
+        n, persists = node(), "persist" in args[2:]
+        return lambda: drives.inject_fault(n, code, persists=persists)
+    if kind == "remove_cause":
+        n = node()
+        return lambda: drives.remove_fault_cause(n)
+    if kind in ("silent", "answer"):
+        n = node()
+        return lambda: drives.stop_answering(n, kind == "silent")
+    if kind == "drop":
+        n, p = node(), float(args[1])
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"probability {p}: expected 0..1")
+        return lambda: drives.drop_frames(n, p)
+    if kind == "bus_off":
+        return drives.inject_bus_off
+    if kind == "frame":
+        ident, data = int(args[0], 16), bytes.fromhex(args[1] if len(args) > 1 else "")
+        message = can.Message(arbitration_id=ident, data=data, is_extended_id=ident > 0x7FF)
+        return lambda: drives.send_raw(message)
+    if kind == "error_frame":
+        message = can.Message(arbitration_id=0x4, is_error_frame=True, data=bytes(8))
+        return lambda: drives.send_raw(message)
+    raise ValueError(f"unknown fault {kind!r}")
 
 def simulated_drives_problem(simulated_drives: bool, interface: str) -> str | None:
     """Why ``simulated_drives`` cannot be used with CAN ``interface``, or None."""
@@ -174,52 +209,8 @@ class WaistControllerNode(LifecycleNode):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        d = ParameterDescriptor
-        self.declare_parameter("can.interface", "virtual",
-                               d(description="python-can interface: socketcan on the robot, "
-                                 "virtual in simulation"))
-        self.declare_parameter("can.channel", "waist", d(description="can0, or a virtual channel"))
-        self.declare_parameter("can.bitrate", 320000, d(description="bit/s (paper: 320 kbit/s)"))
-        self.declare_parameter("motor_ids", [1, 2], d(description="drive node ids of motors 1, 2"))
-        self.declare_parameter("gear_ratio_pitch", 100.0, d(description="i1"))
-        self.declare_parameter("gear_ratio_roll", 100.0, d(description="i2"))
-        self.declare_parameter("servo_rate", 500.0, d(description="inner loops, Hz (paper 500)"))
-        self.declare_parameter("outer_rate", 50.0, d(description="RMRC outer loop, Hz (paper 50)"))
-        self.declare_parameter("kp", 13.0, d(description="position gain, 1/s (paper 13)"))
-        self.declare_parameter("kv", 500.0, d(description="velocity P, current units per rad/s"))
-        self.declare_parameter("ki", 5.0, d(description="velocity I, current units per rad"))
-        self.declare_parameter("current_unit", 0.001, d(description="current unit of kv, ki, A"))
-        self.declare_parameter("current_limit", 8.0, d(description="current setpoint limit, A"))
-        self.declare_parameter("outer_gain", 2.0, d(description="inclinometer feedback, 1/s"))
-        self.declare_parameter("pitch_limits", [-5.0, 45.0], d(description="deg"))
-        self.declare_parameter("roll_limits", [-15.0, 15.0], d(description="deg"))
-        self.declare_parameter("limit_policy", "refuse",
-                               d(description="refuse | clamp targets beyond the joint range"))
-        self.declare_parameter("command_timeout", 0.5,
-                               d(description="s after a command's end before a controlled stop"))
-        self.declare_parameter("feedback_timeout", 0.01, d(description="drive silence = fault, s"))
-        self.declare_parameter("inclinometer_timeout", 0.1,
-                               d(description="older inclinometer: encoders are used, s"))
-        self.declare_parameter("stop_deceleration", 50.0,
-                               d(description="motor deceleration of a controlled stop, rad/s^2"))
-        self.declare_parameter("publish_rate", 100.0,
-                               d(description="/joint_states and tracking error, Hz"))
-        self.declare_parameter("diagnostics_rate", 10.0, d(description="Hz"))
-        self.declare_parameter("servo_priority", 0,
-                               d(description="SCHED_FIFO priority of the servo thread, 1..99; "
-                                 "0 = normal scheduling"))
-        self.declare_parameter("gil_switch_interval", 5e-5,
-                               d(description="sys.setswitchinterval for the process while the servo "
-                                             "runs, s; 0 = leave Python's (5 ms)"))
-        self.declare_parameter("spin_margin", 0.0003,
-                               d(description="servo thread busy-waits this long before a deadline, s"))
-        self.declare_parameter("simulated_drives", False,
-                               d(description="host simulated drives on the virtual channel (needs "
-                                             "can.interface virtual)"))
-        self.declare_parameter("urdf_path", "",
-                               d(description="simulated_drives: the humanoid whose upper body the "
-                                             "drives carry; empty: the package's"))
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.params = NodeParameters(self, SPEC, configured=lambda: self.controller is not None)
+        self._values: dict[str, Any] = SPEC.defaults()
         #: the simulated drives (``simulated_drives``), kept for the node's life
         self.simulated_waist: SimulatedWaist | None = None
         self.controller: WaistController | None = None
@@ -237,36 +228,22 @@ class WaistControllerNode(LifecycleNode):
         self.record_period_errors = False
         self._started = 0.0
         self._inclinometer_s: float | None = None  # monotonic time of the last sample
+        self._warned: dict[str, tuple[float, str]] = {}  # channel -> (time, text) last logged
+        self._command_problem = ""  # why the last /waist/command was refused or clamped
+        self._commands_refused = 0
         self._drives_time_s = time.monotonic()  # simulated drives: stepped to this time
+        #: s the simulated drives' time fell behind the monotonic clock (stalls of the servo
+        #: thread); the controller's clock is monotonic minus this
+        self._lag_s = 0.0
+        self._requests: list[Callable[[float], None]] = []  # run by the servo thread
 
     # --- parameters -------------------------------------------------------------------
 
-    def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
-        new = {p.name: p.value for p in params}
-        problem = simulated_drives_problem(
-            bool(new.get("simulated_drives", self._param("simulated_drives"))),
-            str(new.get("can.interface", self._param("can.interface"))))
-        if problem and ("simulated_drives" in new or "can.interface" in new):
-            return SetParametersResult(successful=False, reason=problem)
-        for param in params:
-            problem = validate(param.name, param.value)
-            if problem:
-                return SetParametersResult(successful=False, reason=problem)
-            if self.controller is not None and param.name != "use_sim_time":
-                return SetParametersResult(
-                    successful=False, reason=f"{param.name} is read at configure: deactivate, "
-                    "cleanup and configure again to change it")
-        return SetParametersResult(successful=True)
-
     def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
+        """A parameter's value as read at configure (the spec's default before)."""
+        return self._values[name]
 
     def _build_config(self) -> WaistControllerConfig:
-        for name in (*_POSITIVE, *_NON_NEGATIVE, "pitch_limits", "roll_limits", "motor_ids",
-                     "limit_policy", "servo_priority"):
-            problem = validate(name, self._param(name))
-            if problem:
-                raise InvalidInputError(problem)
         pitch = tuple(math.radians(float(v)) for v in self._param("pitch_limits"))
         roll = tuple(math.radians(float(v)) for v in self._param("roll_limits"))
         waist = DifferentialWaist(
@@ -285,13 +262,17 @@ class WaistControllerNode(LifecycleNode):
             feedback_timeout_s=float(self._param("feedback_timeout")),
             inclinometer_timeout_s=float(self._param("inclinometer_timeout")),
             stop_deceleration_rad_s2=float(self._param("stop_deceleration")),
-            limit_policy=str(self._param("limit_policy")), bitrate=int(self._param("can.bitrate")))
+            limit_policy=str(self._param("limit_policy")), bitrate=int(self._param("can.bitrate")),
+            velocity_limit_rad_s=math.radians(float(self._param("velocity_limit"))),
+            acceleration_limit_rad_s2=math.radians(float(self._param("acceleration_limit"))),
+            droop_gain_per_s=float(self._param("droop_gain")))
 
     # --- lifecycle ----------------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Check parameters and bus load, open the bus, start the servo thread (polling)."""
         try:
+            self._values = self.params.read()
             config = self._build_config()
             self._start_simulated_drives(config)
             simulated = self.simulated_waist is not None
@@ -317,11 +298,20 @@ class WaistControllerNode(LifecycleNode):
         self.pub_error = self.create_publisher(Vector3Stamped, "/waist/tracking_error", qos)
         self.pub_motors = self.create_publisher(DiagnosticArray, "/waist/motor_states", qos)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
-        self._pubs = [self.pub_joints, self.pub_error, self.pub_motors, self.pub_diag]
+        self.pub_reference = self.create_publisher(JointState, "/waist/reference", qos)
+        self._pubs = [self.pub_joints, self.pub_error, self.pub_motors, self.pub_diag,
+                      self.pub_reference]
         self._subs = [
             self.create_subscription(JointTrajectory, "/waist/command", self._on_command, qos),
             self.create_subscription(Imu, "/waist/inclinometer", self._on_inclinometer, qos),
         ]
+        if self.simulated_waist is not None:  # test-only fault injection into the simulation
+            from std_msgs.msg import String
+
+            self._subs.append(self.create_subscription(String, SIM_FAULT_TOPIC,
+                                                       self._on_sim_fault, qos))
+        # the controller's clock on the node clock's scale (stamps of /waist/reference)
+        self._epoch_ns = self.get_clock().now().nanoseconds - round(self._controller_now() * 1e9)
         self._srvs = [self.create_service(SetBool, "/waist/enable", self._on_enable),
                       self.create_service(Trigger, "/waist/stop", self._on_stop)]
         # on the steady clock: the drives' state is reported while a simulation's clock pauses
@@ -399,22 +389,82 @@ class WaistControllerNode(LifecycleNode):
     # --- requests ----------------------------------------------------------------------------
 
     def _enable(self) -> str:
+        """Enable the drives ("" on success, else why not).
+
+        In FAULT the fault is reset first, and only if its cause is gone (else the cause is
+        the answer and the fault stays). Success is answered only once both drives' feedback
+        says they are enabled; a fault meanwhile is the answer. The reset and the enable run
+        in the servo thread between two periods (:meth:`_between_periods`), on the
+        controller's clock and the feedback it has just read: judged from another thread,
+        a starved servo loop made fresh feedback look stale. Each wait ends after
+        ``ENABLE_TIMEOUT_S`` and at least ``ENABLE_MIN_PERIODS`` servo periods.
+        """
         ctl = self.controller
         if ctl is None:
             return "not configured"
-        deadline = time.monotonic() + 0.2
+        renew = [True]
+
+        def attempt(now: float) -> str:
+            try:
+                if ctl.state == ControllerState.FAULT:
+                    cause = ctl.reset_fault(now, renew=renew[0])
+                    renew[0] = False
+                    if cause:
+                        return f"the fault's cause is still there: {cause}"
+                ctl.enable(now)
+            except HumanoidBalanceError as exc:
+                return str(exc)
+            return ""
+
+        started = (time.monotonic(), ctl.cycles)
         while True:
-            with self._lock:
-                try:
-                    if ctl.state == ControllerState.FAULT:
-                        ctl.reset_fault(time.monotonic())
-                    ctl.enable(time.monotonic())
-                    return ""
-                except HumanoidBalanceError as exc:
-                    error = str(exc)
-            if time.monotonic() > deadline:
+            error = self._between_periods(attempt)
+            if not error:
+                break
+            if self._waited_enough(ctl, *started):
                 return error
             time.sleep(0.01)
+        with self._lock:
+            enabled_at = ctl.enabled_at_s
+        started = (time.monotonic(), ctl.cycles)
+        while True:  # confirmed by the drives
+            time.sleep(0.005)
+            with self._lock:
+                if ctl.state == ControllerState.FAULT:
+                    return f"the drives faulted again after enabling: {ctl.fault_reason}"
+                if ctl.drives_report_enabled(enabled_at):
+                    return ""
+                if self._waited_enough(ctl, *started):
+                    ctl.disable()
+                    return (f"the drives did not report enabled within {ENABLE_TIMEOUT_S:g} s: "
+                            "disabled again; check the drives and the bus")
+
+    @staticmethod
+    def _waited_enough(ctl: WaistController, since_s: float, since_cycle: int) -> bool:
+        """ENABLE_TIMEOUT_S passed (monotonic) and the servo ran ENABLE_MIN_PERIODS since."""
+        return (time.monotonic() - since_s > ENABLE_TIMEOUT_S
+                and ctl.cycles - since_cycle >= ENABLE_MIN_PERIODS)
+
+    def _between_periods(self, request: Callable[[float], str]) -> str:
+        """Run ``request(now)`` in the servo thread right after its next period; its answer.
+
+        ``now`` is the time of that period on the controller's clock. Answers why not when
+        the servo thread does not take it within 2 s.
+        """
+        done = threading.Event()
+        answer = ["the servo thread did not take the request within 2 s"]
+
+        def run(now: float) -> None:
+            answer[0] = request(now)
+            done.set()
+
+        with self._lock:
+            self._requests.append(run)
+        if not done.wait(2.0):
+            with self._lock:
+                if run in self._requests:
+                    self._requests.remove(run)
+        return answer[0]
 
     def _controlled_stop_then_disable(self) -> None:
         ctl = self.controller
@@ -461,32 +511,58 @@ class WaistControllerNode(LifecycleNode):
         try:
             index = [list(msg.joint_names).index(j) for j in JOINTS]
         except ValueError:
-            self.get_logger().warning(
-                f"/waist/command ignored: joints {list(msg.joint_names)} must include "
-                f"{list(JOINTS)}", throttle_duration_sec=WARN_PERIOD_S)
+            self._command_refused(f"ignored: joints {list(msg.joint_names)} must include "
+                                  f"{list(JOINTS)}")
             return
         if not msg.points:
-            self.get_logger().warning("/waist/command ignored: no points",
-                                      throttle_duration_sec=WARN_PERIOD_S)
+            self._command_refused("ignored: no points")
             return
         try:
             times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
                               for p in msg.points])
             positions = np.array([[p.positions[i] for i in index] for p in msg.points], dtype=float)
         except IndexError:
-            self.get_logger().warning("/waist/command ignored: a point lacks positions",
-                                      throttle_duration_sec=WARN_PERIOD_S)
+            self._command_refused("ignored: a point lacks positions")
             return
-        now = time.monotonic()
-        start = None
+        delay: float | None = None
         stamp = stamp_ns(msg.header.stamp)
-        if stamp:  # the stamp is the start on the node clock: as far from now on the monotonic one
-            start = now + (stamp - self.get_clock().now().nanoseconds) * 1e-9
+        if stamp:  # the stamp is the start on the node clock: as far from now on the controller's
+            delay = (stamp - self.get_clock().now().nanoseconds) * 1e-9
+
+        def plan(now: float) -> None:
+            # in the servo thread, on the time of its period: planned from the reference of the
+            # periods around it (planned on this thread's clock, the new path could start
+            # before the next period's time and the reference step back: seen in a flood)
+            result = ctl.set_trajectory(times, positions, now,
+                                        None if delay is None else now + delay)
+            if not result.accepted or result.clamped:
+                self._command_refused(result.message)
+            else:
+                self._command_problem = ""
+
         with self._lock:
-            result = ctl.set_trajectory(times, positions, now, start)
-        if not result.accepted or result.clamped:
-            self.get_logger().warning(f"/waist/command {result.message}",
-                                      throttle_duration_sec=WARN_PERIOD_S)
+            self._requests.append(plan)
+
+    def _command_refused(self, reason: str) -> None:
+        """A /waist/command refused (or clamped): logged and on /diagnostics until a good one."""
+        self._commands_refused += 1
+        self._command_problem = reason
+        self._warn("command", f"/waist/command {reason}")
+
+    def _warn(self, channel: str, text: str, info: bool = False) -> None:
+        """Log ``text``; the same text on the same channel at most every WARN_PERIOD_S, a new
+        one at once (rclpy's throttle is per call site: it would hide a new cause)."""
+        now = time.monotonic()
+        last = self._warned.get(channel)
+        if last is not None and last[1] == text and now - last[0] < WARN_PERIOD_S:
+            return
+        self._warned[channel] = (now, text)
+        # one call site per severity: rclpy refuses another severity from the same call site
+        # ("Logger severity cannot be changed between calls", which killed the node)
+        if info:
+            self.get_logger().info(text)
+        else:
+            self.get_logger().warning(text)
 
     def _on_inclinometer(self, msg: Imu) -> None:
         ctl = self.controller
@@ -496,21 +572,24 @@ class WaistControllerNode(LifecycleNode):
         try:
             pitch, roll = pitch_roll_from_quaternion(o.x, o.y, o.z, o.w)
         except InvalidInputError as exc:
-            self.get_logger().warning(f"/waist/inclinometer ignored: {exc}",
-                                      throttle_duration_sec=WARN_PERIOD_S)
+            self._warn("inclinometer", f"/waist/inclinometer ignored: {exc}")
             return
         sample_s = self._monotonic_time_of(msg.header.stamp)
         with self._lock:
             ctl.on_inclinometer(pitch, roll, sample_s)
         self._inclinometer_s = sample_s
 
+    def _controller_now(self) -> float:
+        """The controller's clock: monotonic, less the simulated drives' lag (s)."""
+        return time.monotonic() - self._lag_s
+
     def _monotonic_time_of(self, stamp: Any) -> float:
-        """A sample's time on the monotonic clock: now minus its age on the node clock, s.
+        """A sample's time on the controller's clock: now minus its age on the node clock, s.
 
         The age is ``node clock now - stamp`` (simulation time with ``use_sim_time``),
         at least 0; an unstamped sample (0) is as old as its arrival.
         """
-        now = time.monotonic()
+        now = self._controller_now()
         ns = stamp_ns(stamp)
         if ns == 0:
             return now
@@ -550,11 +629,14 @@ class WaistControllerNode(LifecycleNode):
         joint_msg.name = list(JOINTS)
         error_msg = Vector3Stamped()
         error_msg.header.frame_id = "waist_plate"
+        reference_msg = JointState()
+        reference_msg.name = list(JOINTS)
+        now = 0.0
         deadline = time.monotonic() + period
         cycle = 0
         publishing = True
         drives = self.simulated_waist
-        drives_stepped = time.monotonic()
+        self._drives_time_s = time.monotonic() - self._lag_s
         while not self._stop_thread.is_set():
             remaining = deadline - time.monotonic()
             if remaining > spin:
@@ -566,21 +648,30 @@ class WaistControllerNode(LifecycleNode):
                 self.period_errors_s.append(started - deadline)
             with self._lock:
                 try:
+                    pending = self.params.take_pending()
+                    if pending:  # between two servo periods
+                        self._apply(ctl, pending)
                     if drives is not None:  # they answer the last period's setpoint now
-                        drives.step(min(max(started - drives_stepped, 1e-6),
-                                        SIMULATED_DRIVE_MAX_STEP_S))
-                        drives_stepped = self._drives_time_s = started
-                    out = ctl.servo_cycle(started)
+                        # one servo period per cycle, in lock-step: a stall slows the drives'
+                        # time down, and the controller's with it (its reference must not run
+                        # ahead of the waist it moves, nor the drives hold a setpoint longer)
+                        drives.step(period)
+                        self._drives_time_s += period
+                        self._lag_s = started - self._drives_time_s
+                    now = started - self._lag_s
+                    out = ctl.servo_cycle(now)
+                    requests, self._requests = self._requests, []
+                    for request in requests:  # enable / reset: on this period's feedback
+                        request(now)
                 except Exception as exc:
-                    self.get_logger().error(f"servo cycle failed: {exc!r}; disabling",
-                                            throttle_duration_sec=WARN_PERIOD_S)
+                    self._warn("servo", f"servo cycle failed: {exc!r}; disabling")
                     ctl.disable()
                     out = None
                 self._last = out
             cycle += 1
             if out is not None and cycle % publish_every == 0 and publishing:
                 try:
-                    self._publish_fast(out, joint_msg, error_msg)
+                    self._publish_fast(out, joint_msg, error_msg, reference_msg, now)
                 except Exception as exc:
                     # rclpy's signal handler shuts the context down from a thread of its own: a
                     # publish then fails while the context may still report ok for a moment
@@ -595,8 +686,43 @@ class WaistControllerNode(LifecycleNode):
             if time.monotonic() - deadline > 10 * period:  # overrun: skip, do not burst
                 deadline = time.monotonic() + period
 
+    def _apply(self, ctl: WaistController, changes: dict[str, Any]) -> None:
+        """Dynamic parameter changes, applied to the controller between two servo periods."""
+        self._values.update(changes)
+        converted: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name in _RUN_TIME:
+                key, scale = _RUN_TIME[name]
+                converted[key] = value if scale is None else scale(value)
+        ctl.update(**converted)
+        self._warn("parameters", "applied " + ", ".join(f"{n}={v!r}" for n, v in changes.items()),
+                   info=True)
+
+    def _on_sim_fault(self, msg: Any) -> None:
+        """Test-only (``simulated_drives``): a fault of the simulated drives, applied between
+        two servo periods; see :data:`SIM_FAULT_TOPIC`."""
+        words = str(msg.data).split()
+        drives = self.simulated_waist
+        if drives is None or not words:
+            return
+        try:
+            action = _sim_fault_action(drives, words)
+        except (ValueError, IndexError, HumanoidBalanceError) as exc:
+            self._warn("sim_fault", f"{SIM_FAULT_TOPIC} {msg.data!r} ignored: {exc}")
+            return
+        with self._lock:
+            action()
+        self._warn("sim_fault", f"simulated drives: {msg.data}", info=True)
+
     def _publish_fast(self, out: CycleOutput, joint_msg: JointState,
-                      error_msg: Vector3Stamped) -> None:
+                      error_msg: Vector3Stamped, reference_msg: JointState, now: float) -> None:
+        if np.all(np.isfinite(out.shaped_reference_rad)):
+            ns = self._epoch_ns + round(now * 1e9)
+            reference_msg.header.stamp.sec, reference_msg.header.stamp.nanosec = divmod(
+                ns, 1_000_000_000)
+            reference_msg.position = [float(v) for v in out.shaped_reference_rad]
+            reference_msg.velocity = [float(v) for v in out.shaped_velocity_rad_s]
+            self.pub_reference.publish(reference_msg)
         stamp = self.get_clock().now().to_msg()
         if np.all(np.isfinite(out.joint_position_rad)):
             joint_msg.header.stamp = stamp
@@ -619,7 +745,7 @@ class WaistControllerNode(LifecycleNode):
             state, reason = ctl.state, ctl.fault_reason
             messages, ctl.messages = ctl.messages, []
         for text in messages:
-            self.get_logger().warning(text, throttle_duration_sec=WARN_PERIOD_S)
+            self._warn("controller", text)
         motors = []
         for k, node in enumerate(ctl.nodes):
             sample = bus.feedback(node)
@@ -644,12 +770,14 @@ class WaistControllerNode(LifecycleNode):
         self._publish_diagnostic(self.pub_motors, diagnostic_array(self, motors))
         level = ERROR if state == ControllerState.FAULT else OK
         summary: dict[str, Any] = {"state": state.value, "bus_load_pct": ctl.bus_load.percent,
-                                   **bus.counters()}
+                                   "commands_refused": self._commands_refused, **bus.counters()}
         if self._inclinometer_s is not None:  # the outer loop uses it while fresh
-            age_s = time.monotonic() - self._inclinometer_s
+            age_s = self._controller_now() - self._inclinometer_s
             summary.update(inclinometer_age_s=age_s,
                            inclinometer_used=age_s <= ctl.config.inclinometer_timeout_s)
         text = f"FAULT: {reason}" if reason else state.value
+        if level == OK and self._command_problem:  # until a good command comes
+            level, text = WARN, f"{state.value}; last /waist/command {self._command_problem}"
         self._publish_diagnostic(self.pub_diag, diagnostic_array(
             self, [diagnostic_status("waist_controller", level, text, summary)]))
 

@@ -1,0 +1,121 @@
+"""Parameters of ``waist_controller`` (seed 003): the one place they are written.
+
+Angles are in degrees here (the paper's unit), radians inside the node. The
+dynamic ones apply between two servo periods (the servo thread takes them under
+its lock); the gains of the inner loops, the geometry, the rates and the bus are
+read at configure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from humanoid_balance.params import Param, ParamSpec
+
+__all__ = ["SPEC", "YAML_HEADER"]
+
+YAML_HEADER = """\
+waist_controller: differential waist RMRC over CAN with the three-loop servo (seed 003)
+(ROS 2 parameter file; angles in degrees here, radians inside the node)."""
+
+
+def _motor_ids_problem(value: Any) -> str | None:
+    from humanoid_balance.can.bus import validate_node_ids
+    from humanoid_balance.exceptions import InvalidInputError
+
+    try:
+        validate_node_ids(tuple(value))
+    except InvalidInputError as exc:
+        return str(exc)
+    return None
+
+
+def _range_problem(name: str) -> Any:
+    def check(value: Any) -> str | None:
+        lo, hi = value
+        if not lo < hi:
+            return f"{name}: expected [min, max] with min < max, got {list(value)}"
+        return None
+    return check
+
+
+def _cross_check(v: Mapping[str, Any]) -> str | None:
+    if v["outer_rate"] > v["servo_rate"]:
+        return (f"outer_rate {v['outer_rate']:g} Hz must not exceed servo_rate "
+                f"{v['servo_rate']:g} Hz")
+    if v["feedback_timeout"] < 2.0 / v["servo_rate"]:
+        return (f"feedback_timeout {v['feedback_timeout']:g} s must be at least two servo periods "
+                f"({2.0 / v['servo_rate']:g} s): feedback answers the previous period's frame")
+    if v["simulated_drives"] and v["can.interface"] != "virtual":
+        return (f"simulated_drives needs can.interface 'virtual' (the drives share a python-can "
+                f"virtual bus with the controller in this process), got {v['can.interface']!r}: "
+                "set simulated_drives false to use real drives")
+    for name in ("pitch_limits", "roll_limits"):
+        if any(abs(x) >= 90.0 for x in v[name]):
+            return f"{name} must stay inside (-90, 90) deg (J0 is singular at +-90 deg pitch)"
+    return None
+
+
+_POS: dict[str, Any] = {"minimum": 0.0, "exclusive_minimum": True}
+_NON_NEG: dict[str, Any] = {"minimum": 0.0}
+
+SPEC = ParamSpec("waist_controller", [
+    Param("can.interface", "virtual", "python-can interface: socketcan on the robot; virtual = "
+          "the simulated drives"),
+    Param("can.channel", "waist", "can0 on the robot; the virtual channel shared with the "
+          "simulation"),
+    Param("can.bitrate", 320000, "bus bit rate (paper: SJA1000 at 320 kbit/s)", "bit/s",
+          minimum=1.0),
+    Param("motor_ids", [1, 2], "drive node ids of motor 1 and motor 2 of the differential",
+          length=2, check=_motor_ids_problem),
+    Param("gear_ratio_pitch", 100.0, "i1 (the paper gives no figure; chosen for the simulated "
+          "drive)", **_POS),
+    Param("gear_ratio_roll", 100.0, "i2", **_POS),
+    Param("servo_rate", 500.0, "position/velocity loops (paper: 2 ms); bus load 48.3 %", "Hz",
+          **_POS, maximum=2000.0),
+    Param("outer_rate", 50.0, "RMRC outer loop on the inclinometer (paper: 20 ms)", "Hz", **_POS),
+    Param("kp", 13.0, "position gain (paper)", "1/s", **_NON_NEG),
+    Param("kv", 500.0, "velocity P (paper), in current units per rad/s", **_NON_NEG),
+    Param("ki", 5.0, "velocity I (paper), in current units per rad", **_NON_NEG),
+    Param("current_unit", 0.001, "current unit of kv, ki (assumed 1 mA, see core/servo.py)", "A",
+          **_POS),
+    Param("current_limit", 8.0, "current setpoint limit (at most the DBC's WaistCurrentCmd "
+          "range)", "A", **_POS),
+    Param("outer_gain", 2.0, "inclinometer feedback of the outer loop", "1/s", **_NON_NEG,
+          maximum=100.0, dynamic=True),
+    Param("droop_gain", 20.0, "integral of the encoders' error that removes the servo's static "
+          "error under load (0 = none)", "1/s", **_NON_NEG, maximum=200.0),
+    Param("pitch_limits", [-5.0, 45.0], "pitch range (paper)", "deg", length=2,
+          check=_range_problem("pitch_limits")),
+    Param("roll_limits", [-15.0, 15.0], "roll range (paper)", "deg", length=2,
+          check=_range_problem("roll_limits")),
+    Param("velocity_limit", 60.0, "joint speed limit of the shaped reference (URDF: 60 deg/s)",
+          "deg/s", **_POS, maximum=1000.0, dynamic=True),
+    Param("acceleration_limit", 30.0, "joint acceleration limit of the shaped reference "
+          "(commands, clamps and stops are blended within it)", "deg/s^2", **_POS,
+          maximum=100000.0, dynamic=True),
+    Param("limit_policy", "refuse", "commands beyond the joint range: refuse them, or clamp "
+          "the path at the range's edge", choices=("refuse", "clamp"), dynamic=True),
+    Param("command_timeout", 0.5, "after a command's last point, before a controlled stop", "s",
+          **_POS, maximum=3600.0, dynamic=True),
+    Param("feedback_timeout", 0.01, "drive silence that disables both drives", "s", **_POS),
+    Param("inclinometer_timeout", 0.1, "older inclinometer samples: the encoders are used", "s",
+          **_POS, maximum=3600.0, dynamic=True),
+    Param("stop_deceleration", 50.0, "motor deceleration of a controlled stop", "rad/s^2",
+          **_POS),
+    Param("publish_rate", 100.0, "/joint_states and /waist/tracking_error", "Hz", **_POS),
+    Param("diagnostics_rate", 10.0, "/waist/motor_states and /diagnostics", "Hz", **_POS),
+    Param("spin_margin", 0.0003, "the servo thread busy-waits this long before each deadline",
+          "s", **_NON_NEG, maximum=0.01),
+    Param("gil_switch_interval", 5e-05, "sys.setswitchinterval while the servo runs (0 = "
+          "Python's 5 ms)", "s", **_NON_NEG, maximum=0.1),
+    Param("servo_priority", 50, "SCHED_FIFO priority of the servo thread (0 = normal "
+          "scheduling; needs an rtprio limit or CAP_SYS_NICE, else a warning)", minimum=0.0,
+          maximum=99.0),
+    Param("simulated_drives", False, "host simulated drives on the virtual channel "
+          "(simulation; needs can.interface virtual)"),
+    Param("urdf_path", "", "simulated_drives: the humanoid whose upper body they carry; empty: "
+          "the package's"),
+], cross_check=_cross_check)
+
