@@ -1,0 +1,8 @@
+
+
+from humanoid_balance.nodes.quiet_start import exit_quietly_if_starting_one_of
+
+# a node's process stopped while it still imports exits with status 0, no traceback
+# (humanoid_balance.nodes.quiet_start); nothing happens when the package is merely imported
+exit_quietly_if_starting_one_of(("zmp_estimator", "arm_balance", "waist_controller",
+                                 "identification_executor", "mujoco_sim"))

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["exit_quietly_while_starting", "is_program"]
+__all__ = ["exit_quietly_if_starting_one_of", "exit_quietly_while_starting", "is_program"]
 
 
 def is_program(module_name: str, script: str) -> bool:
@@ -34,7 +34,7 @@ def is_program(module_name: str, script: str) -> bool:
     if module_name == "__main__":
         return True
     main_file = getattr(sys.modules.get("__main__"), "__file__", None) or ""
-    return Path(main_file).name in (script, f"{script}.exe")
+    return Path(main_file).name in (script, f"{script}.exe", f"{script}.py")
 
 
 def _exit_now(signum: int, frame: FrameType | None) -> None:
@@ -58,3 +58,14 @@ def exit_quietly_while_starting(module_name: str, script: str) -> bool:
     except ValueError:  # not the main thread
         return False
     return True
+
+
+def exit_quietly_if_starting_one_of(scripts: tuple[str, ...]) -> bool:
+    """:func:`exit_quietly_while_starting` for whichever of ``scripts`` this process runs.
+
+    Called from ``humanoid_balance/nodes/__init__.py``: the first package module a node's
+    console script imports after the (light) top-level package, so the handlers are in place
+    before numpy, rclpy or MuJoCo start loading.
+    """
+    return any(exit_quietly_while_starting("", script) for script in scripts
+               if is_program("", script))

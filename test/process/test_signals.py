@@ -196,3 +196,46 @@ def test_signal_during_start_up_ends_mujoco_sim_cleanly(tmp_path: Path) -> None:
     print(exit_table({"mujoco_sim": [r.seconds for r in reports]},
                      f"{START_UP_RUNS} signals during start-up: signal to exit, s"))
     assert not unclean, f"{len(unclean)} unclean exits; the first:\n{unclean[0]}"
+
+
+#: s after a node's process starts loading numpy (the first heavy import: its extension appears
+#: in /proc/PID/maps) at which it is stopped: the imports of numpy, rclpy and the node (about
+#: 1 s here), the constructor, and (lifecycle nodes) unconfigured and reachable.
+#: ``humanoid_balance.nodes`` installs the start-up handlers before numpy loads; without them
+#: the first delays end in a KeyboardInterrupt traceback inside an import (status -2)
+OTHER_START_UP_DELAYS_S = (0.0, 0.1, 0.3, 0.6, 1.0, 1.6)
+
+
+def _stop_while_importing(node: GraphNode, delay_s: float, sig: int, log: Path) -> ExitReport:
+    """Start ``node``, wait until it maps numpy's core extension, ``delay_s`` more, send ``sig``."""
+    process = NodeProcess(node, log_path=log)
+    end = time.monotonic() + READY_TIMEOUT_S
+    while process.alive() and time.monotonic() < end:
+        try:
+            if "_multiarray_umath" in Path(f"/proc/{process.pid}/maps").read_text():
+                break
+        except OSError:
+            break
+        time.sleep(0.001)
+    time.sleep(delay_s)
+    return process.stop(sig, timeout=EXIT_LIMIT_S)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["zmp_estimator", "arm_balance", "waist_controller",
+                                  "identification_executor"])
+def test_signal_during_start_up_ends_each_node_cleanly(name: str, tmp_path: Path) -> None:
+    """SIGINT and SIGTERM over a node's start-up (imports on): status 0, no traceback, <= 2 s."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    node = next(n for n in robot_graph(identification=True) if n.name == name)
+    runs = [(delay, (signal.SIGINT, signal.SIGTERM)[k % 2])
+            for k, delay in enumerate(OTHER_START_UP_DELAYS_S)]
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(
+            lambda run: _stop_while_importing(node, run[0], run[1],
+                                              tmp_path / f"{name}-{run[0]:.3f}.log"), runs))
+    unclean = [f"{delay:.3f} s, {signal.Signals(sig).name}: {describe(report)}"
+               for (delay, sig), report in zip(runs, reports, strict=True)
+               if not exited_cleanly(report)]
+    assert not unclean, f"{len(unclean)} unclean exits; the first:\n{unclean[0]}"
