@@ -80,10 +80,13 @@ class JointStream(NamedTuple):
     effort: np.ndarray
 
 
-def read_joint_stream(bag: Path, topic: str, joints: tuple[str, ...]) -> JointStream:
+def read_joint_stream(bag: Path, topic: str, joints: tuple[str, ...], *,
+                      positions_only: bool = False) -> JointStream:
     """Header times [s], positions, velocities and efforts of ``joints`` from the bag.
 
-    Messages that lack one of the joints or a field are skipped.
+    Messages that lack one of the joints or a field are skipped; with
+    ``positions_only`` only the positions are needed (velocity and effort are
+    NaN where a message has none).
     """
     from humanoid_balance.bag import read_bag, typestore
 
@@ -95,13 +98,16 @@ def read_joint_stream(bag: Path, topic: str, joints: tuple[str, ...]) -> JointSt
         if not all(j in names for j in joints):
             continue
         n = len(names)
-        if not (len(msg.position) == len(msg.velocity) == len(msg.effort) == n):
+        complete = len(msg.position) == len(msg.velocity) == len(msg.effort) == n
+        if not complete and not (positions_only and len(msg.position) == n):
             continue
         idx = [names.index(j) for j in joints]
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         t = stamp if stamp > 0 else record.log_time_ns * 1e-9
-        rows.append((t, [msg.position[i] for i in idx], [msg.velocity[i] for i in idx],
-                     [msg.effort[i] for i in idx]))
+        nan = [math.nan] * len(idx)
+        rows.append((t, [msg.position[i] for i in idx],
+                     [msg.velocity[i] for i in idx] if len(msg.velocity) == n else nan,
+                     [msg.effort[i] for i in idx] if len(msg.effort) == n else nan))
     return JointStream(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
                        np.array([r[2] for r in rows]), np.array([r[3] for r in rows]))
 

@@ -19,8 +19,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("humanoid_balance.apps.demo", "run the simulated robot with every node"),
     "replay": ("humanoid_balance.apps.replay", "publish a rosbag2 directory with /clock"),
     "record": ("humanoid_balance.apps.record", "record topics to a rosbag2 directory"),
-    "report": ("humanoid_balance.apps.report", "summarise result JSON files as a table"),
+    "report": ("humanoid_balance.apps.report",
+               "the page of a recorded run (bag or run folder), or result files as a table"),
     "identify": ("humanoid_balance.apps.identify", "estimate gravity parameters from a bag"),
+    "predict": ("humanoid_balance.apps.predict",
+                "gravity torques at another gravity from an identification result"),
     "wait-for": ("humanoid_balance.apps.wait_for", "wait until a node subscribes to topics"),
 }
 

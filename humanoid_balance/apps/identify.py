@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         from humanoid_balance.core.identification.procedure import results_document
         from humanoid_balance.results import write_yaml
 
-        write_yaml(args.out, results_document(estimate, args.joints, args.gravity, sweeps))
+        write_yaml(args.out, results_document(estimate, args.joints, args.gravity, sweeps,
+                                                    urdf=args.urdf))
         print(f"wrote {args.out}")
     return 0

@@ -41,9 +41,12 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
   older than the newest one, or naming the arm's joints twice or only in
   part, or with arrays of the wrong size, are rejected (counted, named on
   ``/diagnostics``).
-- Parameters: a value is validated when set (finite, in range); those the
-  plan is built from are refused while configured (clean up, set, configure
-  again), ``rate`` while active, every one during a run.
+- Parameters: one spec, :mod:`humanoid_balance.params.identification_executor`
+  (declared, validated when set and at configure by
+  :class:`~humanoid_balance.params.ros.NodeParameters`); those the plan is
+  built from are refused while configured (clean up, set, configure again),
+  ``rate`` and ``diagnostics_rate`` while active, every one during a run; the
+  dynamic ones apply between runs (the next joint state, start or estimate).
 - Progress on ``/diagnostics``: state, joint, pass, percent; the level
   names the cause (a failed run ERROR while its cause lasts, WARN once it
   cleared; idle with unusable joint states WARN; a finished run whose
@@ -65,21 +68,13 @@ from typing import Any, TypeVar
 import numpy as np
 import pinocchio as pin
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 
-from humanoid_balance.core.identification import (
-    DEFAULT_AVERAGE,
-    EARTH_GRAVITY,
-    LUNAR_JOINTS,
-    METHODS,
-)
 from humanoid_balance.core.identification.estimation import Estimate
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
@@ -98,7 +93,6 @@ from humanoid_balance.core.identification.regressor import (
     identification_parameters,
 )
 from humanoid_balance.core.identification.trajectory import (
-    MAX_SPEED_RAD_S,
     BrakingRamp,
     PlanFollower,
     identification_plan,
@@ -115,95 +109,18 @@ from humanoid_balance.nodes.common import (
     run_node,
     stamp_msg,
 )
+from humanoid_balance.params.identification_executor import SPEC
+from humanoid_balance.params.ros import NodeParameters
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.results import check_output, write_yaml
 
 NODE_NAME = "identification_executor"
-TORQUE_SOURCES = ("effort", "current")
 LIMIT_TOLERANCE_RAD = math.radians(0.5)
 #: s the arm may take after the plan's end to come to rest before the estimate
 SETTLE_TIMEOUT_S = 2.0
-#: Hz, the command rates accepted (a timer beyond 1 kHz only loads the machine)
-RATE_RANGE_HZ = (1.0, 1000.0)
-#: deg/s^2, the acceleration limits accepted: at least 10 (a stop from 3 deg/s within 0.3 s)
-ACCELERATION_RANGE_DEG_S2 = (10.0, 10000.0)
-#: the parameters the plan and the model are built from at configure: refused while configured
-CONFIGURE_PARAMETERS = ("arm_joints", "urdf_path", "speed", "gravity", "optimize_configuration",
-                        "clearance", "static_configuration", "sweep_half_range",
-                        "acceleration_limit")
-#: the parameters used at activate: refused while active
+#: the dynamic parameters used at activate: refused while active (applied at the next activate)
 ACTIVATE_PARAMETERS = ("rate", "diagnostics_rate")
-#: s, the shortest and the longest joint_state_timeout accepted
-MIN_JOINT_STATE_TIMEOUT_S, MAX_JOINT_STATE_TIMEOUT_S = 0.001, 5.0
-#: Hz, the diagnostics rates accepted
-DIAGNOSTICS_RATE_RANGE_HZ = (0.1, 100.0)
-#: the parameters checked at configure, in this order
-CHECKED_PARAMETERS = ("speed", "torque_source", "gravity", "clearance", "rate", "sweep_half_range",
-                      "torque_constants", "method", "trim", "joint_state_timeout", "average",
-                      "static_configuration", "acceleration_limit", "output_path", "diagnostics_rate")
 _Callback = TypeVar("_Callback", bound=Callable[..., Any])
-
-
-def _finite_numbers(value: Any) -> bool:
-    """A non-empty sequence of finite numbers (list, tuple, array.array of a double array)."""
-    if isinstance(value, (str, bytes)):
-        return False
-    try:
-        array = np.asarray(list(value), dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return array.ndim == 1 and array.size > 0 and bool(np.all(np.isfinite(array)))
-
-
-def validate(name: str, value: Any) -> str | None:
-    """Why a parameter value is refused (None when it is fine); never raises."""
-    try:
-        return _validate(name, value)
-    except (TypeError, ValueError) as exc:
-        return f"{name}={value!r}: not a usable value ({exc})"
-
-
-def _validate(name: str, value: Any) -> str | None:
-    if name == "speed" and not 0.0 < value <= math.degrees(MAX_SPEED_RAD_S) + 1e-9:
-        return f"speed={value} deg/s: expected > 0 and <= 3 (the paper's quasi-static bound)"
-    if name == "torque_source" and value not in TORQUE_SOURCES:
-        return f"torque_source={value!r}: expected one of {TORQUE_SOURCES}"
-    if name == "gravity" and not (math.isfinite(value) and value > 0.0):
-        return f"gravity={value}: expected a finite value > 0 [m/s^2]"
-    if name in ("clearance", "sweep_half_range", "rate", "joint_state_timeout", "trim") and not (
-            math.isfinite(value) and value >= 0.0):
-        return f"{name}={value}: expected a finite value >= 0"
-    if name == "sweep_half_range" and value <= 0.0:
-        return f"{name}={value}: expected > 0"
-    if name == "joint_state_timeout" and value < MIN_JOINT_STATE_TIMEOUT_S:
-        return f"joint_state_timeout={value} s: expected >= {MIN_JOINT_STATE_TIMEOUT_S:g}"
-    if name == "joint_state_timeout" and value > MAX_JOINT_STATE_TIMEOUT_S:
-        return (f"joint_state_timeout={value} s: expected <= {MAX_JOINT_STATE_TIMEOUT_S:g} (a "
-                "longer one lets the arm move on old measurements)")
-    if name == "sweep_half_range" and value > 180.0:
-        return f"sweep_half_range={value} deg: expected <= 180"
-    if name == "rate" and not RATE_RANGE_HZ[0] <= value <= RATE_RANGE_HZ[1]:
-        return f"rate={value} Hz: expected {RATE_RANGE_HZ[0]:g} to {RATE_RANGE_HZ[1]:g}"
-    if name == "torque_constants" and not (_finite_numbers(value) and min(value) > 0.0):
-        return f"torque_constants={list(value)}: expected finite values > 0 [N m/A]"
-    if name == "static_configuration" and not _finite_numbers(value):
-        return f"static_configuration={list(value)}: expected finite angles [deg]"
-    if name == "acceleration_limit" and not (
-            math.isfinite(value)
-            and ACCELERATION_RANGE_DEG_S2[0] <= value <= ACCELERATION_RANGE_DEG_S2[1]):
-        return (f"acceleration_limit={value} deg/s^2: expected {ACCELERATION_RANGE_DEG_S2[0]:g} "
-                f"to {ACCELERATION_RANGE_DEG_S2[1]:g}")
-    if name == "diagnostics_rate" and not (
-            DIAGNOSTICS_RATE_RANGE_HZ[0] <= value <= DIAGNOSTICS_RATE_RANGE_HZ[1]):
-        return (f"diagnostics_rate={value} Hz: expected {DIAGNOSTICS_RATE_RANGE_HZ[0]:g} to "
-                f"{DIAGNOSTICS_RATE_RANGE_HZ[1]:g}")
-    if name == "method" and value not in METHODS:
-        return f"method={value!r}: expected one of {', '.join(METHODS)}"
-    if name == "average" and not (isinstance(value, int) and value >= 1):
-        return f"average={value!r}: expected an integer >= 1 (samples per block)"
-    if name == "output_path" and not (isinstance(value, str) and value.strip()):
-        return f"output_path={value!r}: expected a file path"
-    return None
 
 
 def output_problem(path: str) -> str | None:
@@ -260,25 +177,9 @@ class IdentificationExecutor(LifecycleNode):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self.declare_parameter("arm_joints", list(LUNAR_JOINTS))
-        self.declare_parameter("urdf_path", "")
-        self.declare_parameter("speed", 3.0)
-        self.declare_parameter("torque_source", "effort")
-        self.declare_parameter("torque_constants", [1.0] * 6)
-        self.declare_parameter("gravity", EARTH_GRAVITY)
-        self.declare_parameter("optimize_configuration", False)
-        self.declare_parameter("clearance", 0.01)
-        self.declare_parameter("output_path", "identification_results.yaml")
-        self.declare_parameter("static_configuration", [0.0, 40.0, 20.0, 60.0, 40.0, 30.0])
-        self.declare_parameter("sweep_half_range", 30.0)
-        self.declare_parameter("rate", 100.0)
-        self.declare_parameter("joint_state_timeout", 0.5)
-        self.declare_parameter("trim", 0.5)
-        self.declare_parameter("method", "sequential")
-        self.declare_parameter("average", DEFAULT_AVERAGE)
-        self.declare_parameter("acceleration_limit", 30.0)
-        self.declare_parameter("diagnostics_rate", 2.0)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.params = NodeParameters(
+            self, SPEC, configured=lambda: self.state not in ("unconfigured", "finalized"),
+            extra_check=self._refusal)
         self.state = "unconfigured"
         self.message = ""
         self.estimate: Estimate | None = None
@@ -307,33 +208,23 @@ class IdentificationExecutor(LifecycleNode):
 
     # --- parameters -----------------------------------------------------------------------
 
-    def _on_set_parameters(self, params: Sequence[Parameter]) -> SetParametersResult:
-        for p in params:
-            reason = self._refusal(p.name, p.value)
-            if reason is not None:
-                return SetParametersResult(successful=False, reason=reason)
-        return SetParametersResult(successful=True)
-
-    def _refusal(self, name: str, value: Any) -> str | None:
-        """Why setting ``name`` to ``value`` now is refused (None: accepted)."""
+    def _refusal(self, name: str, value: Any, values: Any) -> str | None:
+        """Why a change the spec accepts is refused in the node's state now (None: accepted)."""
         if self.state in ("running", "stopping"):
             return "parameters cannot change during a run: cancel first"
-        if name in CONFIGURE_PARAMETERS and self.state != "unconfigured":
-            return (f"{name} is used when the node is configured: deactivate and clean up the "
-                    "node, set it, then configure again")
         if name in ACTIVATE_PARAMETERS and self._active:
             return f"{name} is used at activation: deactivate, set it, then activate again"
-        reason = validate(name, value)
-        if reason is None and name == "torque_constants" and self.joints and (
-                len(value) != len(self.joints)):
-            reason = (f"torque_constants has {len(value)} values: expected {len(self.joints)}, "
-                      "one per arm joint")
-        if reason is None and name == "output_path":
-            reason = output_problem(str(value))
-        return reason
+        if name == "output_path":
+            return output_problem(str(value))
+        return None
 
     def _p(self, name: str) -> Any:
-        return self.get_parameter(name).value
+        """A parameter's value in use: between runs, the accepted changes apply first."""
+        if self.state == "unconfigured" or not self.params.values:
+            return self.get_parameter(name).value
+        if self.state not in ("running", "stopping"):
+            self.params.take_pending()
+        return self.params.values[name]
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -361,10 +252,7 @@ class IdentificationExecutor(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _configure_model(self) -> None:
-        for name in CHECKED_PARAMETERS:
-            reason = validate(name, self._p(name))
-            if reason is not None:
-                raise ConfigurationError(reason)
+        self.params.read()  # raises ConfigurationError with the reason
         problem = output_problem(str(self._p("output_path")))
         if problem is not None:
             raise ConfigurationError(problem)
@@ -798,11 +686,14 @@ class IdentificationExecutor(LifecycleNode):
         self._publish_parameters(self.estimate)
         path = Path(str(self._p("output_path")))
         document = results_document(self.estimate, self.joints, float(self._p("gravity")),
-                                     len(recordings))
+                                     len(recordings), urdf=str(self._p("urdf_path")))
         document["timing"] = {key: getattr(self.quality, key) for key in (
             "samples", "sample_interval_s", "sample_gap_share", "longest_sample_gap_s",
             "late_share", "command_gap_share", "longest_command_gap_s")}
         document["warnings"] = list(self.quality.warnings)
+        document["estimation"] = {"method": str(self._p("method")),
+                                  "average": int(self._p("average")),
+                                  "trim_s": float(self._p("trim"))}
         try:
             write_yaml(path, document)
         except OSError as exc:

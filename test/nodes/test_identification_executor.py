@@ -129,40 +129,48 @@ def test_configure_refuses_negative_times_and_empty_blocks(rclpy_context: Any,
         h.close()
 
 
-def test_average_and_trim_are_validated_when_set() -> None:
-    """validate() gives the reason for a bad average or trim, and None for good ones."""
-    from humanoid_balance.nodes.identification_executor import validate
+def test_average_and_trim_are_validated_by_the_spec() -> None:
+    """The spec gives the reason for a bad average or trim, and None for good ones."""
+    from humanoid_balance.params.identification_executor import SPEC
 
-    assert validate("average", 0) == "average=0: expected an integer >= 1 (samples per block)"
-    assert validate("trim", -1.0) == "trim=-1.0: expected a finite value >= 0"
-    assert (validate("average", 10), validate("trim", 0.5)) == (None, None)
+    assert SPEC.validate("average", 0) == "average=0: must be >= 1"
+    assert SPEC.validate("trim", -1.0) == "trim=-1.0: must be >= 0 s"
+    assert (SPEC.validate("average", 10), SPEC.validate("trim", 0.5)) == (None, None)
 
 
 @pytest.mark.parametrize(("name", "value", "reason"), [
-    ("torque_constants", [float("nan")] * 6, "torque_constants=[nan, nan, nan, nan, nan, nan]: "
-     "expected finite values > 0 [N m/A]"),
+    ("torque_constants", [float("nan")] * 6, "torque_constants value nan: must be finite"),
     ("static_configuration", [0.0, float("inf"), 0.0, 0.0, 0.0, 0.0],
-     "static_configuration=[0.0, inf, 0.0, 0.0, 0.0, 0.0]: expected finite angles [deg]"),
-    ("joint_state_timeout", 60.0, "joint_state_timeout=60.0 s: expected <= 5 (a longer one lets "
-     "the arm move on old measurements)"),
-    ("acceleration_limit", 1.0, "acceleration_limit=1.0 deg/s^2: expected 10 to 10000"),
-    ("rate", 1e6, "rate=1000000.0 Hz: expected 1 to 1000"),
+     "static_configuration value inf: must be finite"),
+    ("joint_state_timeout", 60.0, "joint_state_timeout=60.0: must be <= 5 s"),
+    ("acceleration_limit", 1.0, "acceleration_limit=1.0: must be >= 10 deg/s^2"),
+    ("rate", 1e6, "rate=1000000.0: must be <= 1000 Hz"),
+    ("speed", 5.0, "speed=5.0: must be <= 3 deg/s"),
 ])
 def test_non_finite_and_out_of_range_values_are_refused(name: str, value: object,
                                                         reason: str) -> None:
-    """validate() refuses NaN torque constants (issue 12), infinite angles and out-of-range values."""
-    from humanoid_balance.nodes.identification_executor import validate
+    """The spec refuses NaN torque constants (issue 12), infinite angles and out-of-range values."""
+    from humanoid_balance.params.identification_executor import SPEC
 
-    assert validate(name, value) == reason
+    assert SPEC.validate(name, value) == reason
+
+
+def test_one_value_per_arm_joint() -> None:
+    """torque_constants with fewer values than arm joints: refused naming the count."""
+    from humanoid_balance.params.identification_executor import SPEC
+
+    assert SPEC.validate_all({**SPEC.defaults(), "torque_constants": [1.0] * 3}) == (
+        "torque_constants has 3 values: expected 6, one per arm joint "
+        "(['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6'])")
 
 
 def test_double_arrays_as_rclpy_gives_them_are_accepted() -> None:
     """A double array parameter arrives as array.array('d'): valid values are accepted."""
     import array
 
-    from humanoid_balance.nodes.identification_executor import validate
+    from humanoid_balance.params.identification_executor import SPEC
 
-    assert validate("torque_constants", array.array("d", [0.5] * 6)) is None
+    assert SPEC.validate("torque_constants", array.array("d", [0.5] * 6)) is None
 
 
 def test_output_path_under_a_file_is_named(tmp_path: Path) -> None:
@@ -314,41 +322,26 @@ def test_optimised_configuration_keeps_clearance(rclpy_context: Any) -> None:
         h.close()
 
 
-def test_identify_app_reports_a_missing_bag(tmp_path: Path, capsys: Any) -> None:
+def test_identify_command_reports_a_missing_bag(tmp_path: Path, capsys: Any) -> None:
     """`humanoid-balance identify` on a missing bag prints why on stderr and returns 2 (a user error)."""
-    import argparse
+    from humanoid_balance.cli import main
 
-    from humanoid_balance.apps.identify import add_arguments, run
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    assert run(parser.parse_args([str(tmp_path / "nothing")])) == 2
+    assert main(["identify", str(tmp_path / "nothing")]) == 2
     assert "cannot open bag" in capsys.readouterr().err
 
 
-def test_identify_app_refuses_joints_out_of_chain_order(tmp_path: Path, capsys: Any) -> None:
+def test_identify_command_refuses_joints_out_of_chain_order(tmp_path: Path, capsys: Any) -> None:
     """`identify --joints` not in the URDF's chain order prints why on stderr and returns 2."""
-    import argparse
+    from humanoid_balance.cli import main
 
-    from humanoid_balance.apps.identify import add_arguments, run
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
     joints = [f"joint{i}" for i in (2, 1, 3, 4, 5, 6)]
-    assert run(parser.parse_args([str(tmp_path / "nothing"), "--joints", *joints])) == 2
+    assert main(["identify", str(tmp_path / "nothing"), "--joints", *joints]) == 2
     assert "must be the URDF's chain ['joint1', 'joint2'" in capsys.readouterr().err
 
 
-def test_identify_app_averages_as_the_node_by_default(repo_root: Path) -> None:
+def test_identify_command_averages_as_the_node_by_default() -> None:
     """`identify` averages blocks of 10 by default, as the node's `average` parameter."""
-    import argparse
+    from humanoid_balance.cli import build_parser
+    from humanoid_balance.params.identification_executor import SPEC
 
-    import yaml
-
-    from humanoid_balance.apps.identify import add_arguments
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    config = yaml.safe_load((repo_root / "config" / "identification.yaml").read_text())
-    node_average = config["identification_executor"]["ros__parameters"]["average"]
-    assert parser.parse_args(["bag"]).average == node_average == 10
+    assert build_parser().parse_args(["identify", "bag"]).average == SPEC["average"].default == 10

@@ -327,10 +327,16 @@ def timing_quality(stamps_s: np.ndarray, received_s: np.ndarray, command_times_s
 
 
 def results_document(estimate: Estimate, joints: Sequence[str], gravity: float,
-                     sweeps: int) -> dict[str, object]:
-    """The results as plain data (for YAML): names, values, units, std, per-joint fit RMSE."""
+                     sweeps: int, urdf: str = "") -> dict[str, object]:
+    """The results as plain data (for YAML): names, values, units, std, per-joint fit RMSE.
+
+    ``joints`` (chain order) and ``urdf`` ("": the package's lunar arm) say which model the
+    parameters belong to: ``humanoid-balance predict`` rebuilds the regressor from them.
+    """
     return {
         "gravity_m_s2": float(gravity),
+        "joints": [str(j) for j in joints],
+        "urdf": str(urdf),
         "sweeps": int(sweeps),
         "samples": int(estimate.samples),
         "parameters": [
