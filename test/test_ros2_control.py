@@ -88,7 +88,10 @@ def test_node_overrides_are_declared_and_valid(example: dict) -> None:
 
 @pytest.mark.parametrize("interface", COMMAND_INTERFACES)
 def test_graph_passes_the_command_interface(interface: str) -> None:
-    """command_interface reaches both motor nodes; ros2_control remaps their inputs."""
+    """command_interface reaches both motor nodes (each declares it); ros2_control remaps their
+    inputs."""
+    for node in ("arm_balance", "identification_executor"):
+        assert spec_for(node).validate("command_interface", interface) is None
     nodes = {n.name: n for n in robot_graph(command_interface=interface, ros2_control=True,
                                             identification=True)}
     for name in ("arm_balance", "identification_executor"):

@@ -34,6 +34,8 @@ class CommandOutput:
             that a wrong joint list fails configure, not the first cycle).
         period_s: the control period [s] (a trajectory point's ``time_from_start``).
         qos: the publisher's QoS.
+        lifecycle: a lifecycle publisher (publishes only while the node is active) when the
+            node has one; False: a plain publisher (a node that also commands while inactive).
 
     Raises:
         ConfigurationError: an unknown interface or a ``command_joints`` entry the node
@@ -41,16 +43,29 @@ class CommandOutput:
     """
 
     def __init__(self, node: Any, values: Mapping[str, Any], node_topic: str,
-                 names: Sequence[str], period_s: float, qos: QoSProfile) -> None:
+                 names: Sequence[str], period_s: float, qos: QoSProfile,
+                 lifecycle: bool = True) -> None:
         self.interface: str = values["command_interface"]
         self.topic = command_topic(self.interface, values["command_topic"], node_topic)
         self._order = tuple(values["command_joints"])
         self._period_s = period_s
         self._writer: CommandWriter = command_writer(self.interface, names, period_s=period_s,
                                                      joint_order=self._order)
-        create = getattr(node, "create_lifecycle_publisher", node.create_publisher)
+        create = getattr(node, "create_lifecycle_publisher", node.create_publisher) if lifecycle \
+            else node.create_publisher
         self.publisher = create(message_class(self.interface), self.topic, qos)
         self._last: bytes | None = None
+
+    @property
+    def period_s(self) -> float:
+        """The control period [s]: a trajectory point's ``time_from_start``."""
+        return self._period_s
+
+    @period_s.setter
+    def period_s(self, value: float) -> None:
+        self._period_s = value
+        self._writer = command_writer(self.interface, self._writer.names, period_s=value,
+                                      joint_order=self._order)
 
     @property
     def is_activated(self) -> bool:

@@ -98,6 +98,7 @@ from humanoid_balance.core.identification.trajectory import (
     identification_plan,
 )
 from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
+from humanoid_balance.nodes.command_output import CommandOutput
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
@@ -107,7 +108,6 @@ from humanoid_balance.nodes.common import (
     diagnostic_array,
     diagnostic_status,
     run_node,
-    stamp_msg,
 )
 from humanoid_balance.params.identification_executor import SPEC
 from humanoid_balance.params.ros import NodeParameters
@@ -238,7 +238,15 @@ class IdentificationExecutor(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         qos = QoSProfile(depth=10)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub_command = self.create_publisher(JointState, "/identification/command", qos)
+        try:
+            # a plain publisher: the executor's hold after a cancel or a deactivate goes out too
+            self.commands = CommandOutput(self, self.params.values, "/identification/command",
+                                          self.joints, 1.0 / float(self._p("rate")), qos,
+                                          lifecycle=False)
+        except HumanoidBalanceError as exc:
+            self.joints = ()
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
         self.pub_params = self.create_publisher(Float64MultiArray, "/identification/parameters",
                                                 latched)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
@@ -321,6 +329,7 @@ class IdentificationExecutor(LifecycleNode):
         self._destroy_timers()  # a stop's ramp may still run from the last deactivation
         if self.state == "stopping":
             self._brake_now()
+        self.commands.period_s = 1.0 / float(self._p("rate"))
         self._timer = self.create_timer(1.0 / float(self._p("rate")), self._on_timer)
         self._diag_timer = self.create_timer(1.0 / float(self._p("diagnostics_rate")),
                                              self._publish_diagnostics)
@@ -343,7 +352,7 @@ class IdentificationExecutor(LifecycleNode):
         self._brake_now()
         self._destroy_timers()
         self.destroy_subscription(self.sub)
-        for pub in (self.pub_command, self.pub_params, self.pub_diag):
+        for pub in (self.commands.publisher, self.pub_params, self.pub_diag):
             self.destroy_publisher(pub)
         self.destroy_service(self.srv_start)
         self.destroy_service(self.srv_cancel)
@@ -556,12 +565,7 @@ class IdentificationExecutor(LifecycleNode):
         if not (np.all(np.isfinite(position)) and np.all(np.isfinite(velocity))):
             raise HumanoidBalanceError(f"non-finite command {position.tolist()} "
                                        f"{velocity.tolist()} not sent")
-        msg = JointState()
-        msg.header.stamp = stamp_msg(now_ns)
-        msg.name = list(self.joints)
-        msg.position = position.tolist()
-        msg.velocity = velocity.tolist()
-        self.pub_command.publish(msg)
+        self.commands.publish(now_ns, self.joints, position, velocity)
         self._sent = (now_ns, position, velocity)
         if self.state == "running":
             self._command_times.append(now_ns * 1e-9)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from humanoid_balance.command_interface import command_params
 from humanoid_balance.core.identification import (
     DEFAULT_AVERAGE,
     EARTH_GRAVITY,
@@ -84,4 +85,5 @@ SPEC = ParamSpec("identification_executor", [
           "(1: none)", minimum=1, dynamic=True),
     Param("diagnostics_rate", 2.0, "/diagnostics rate (applies at the next activation)", "Hz",
           minimum=0.1, maximum=100.0, dynamic=True),
+    *command_params("/identification/command"),
 ], cross_check=_one_per_joint)
