@@ -44,7 +44,10 @@ _SIGN = itertools.cycle((-1.0, 1.0))
 @pytest.fixture(scope="module")
 def arm(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
     """The robot graph's arm_balance, active, fed joint states at zero."""
-    node = next(n for n in robot_graph() if n.name == "arm_balance")
+    # posture task off: the feed below stays at zero whatever is commanded, so an aux arm moving
+    # toward its ready posture would leave the held positions apart from the measured ones
+    node = next(n for n in robot_graph() if n.name == "arm_balance").with_parameters(
+        aux_posture_gain=0.0)
     folder = tmp_path_factory.mktemp("arm_balance_params")
     running = start_node(node, folder)
     names = standing_model().joint_names
@@ -243,5 +246,7 @@ def test_job_arm_switched_while_inactive_resumes_without_a_step(rig: Rig) -> Non
     first = rig.commands.messages[0]
     step = max(abs(p - held[n]) for n, p in zip(first.name, first.position, strict=True))
     moved = {n: p - held[n] for n, p in zip(first.name, first.position, strict=True) if p != held[n]}
-    assert (first.name[0], step) == ("left_shoulder_pitch", 0.0), moved
+    velocity = dict(zip(first.name, first.velocity, strict=True))
+    assert (first.name[0], step) == ("left_shoulder_pitch", 0.0), (
+        moved, velocity, {n: held[n] for n in moved})
 
