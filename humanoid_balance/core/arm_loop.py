@@ -23,8 +23,9 @@ yet). It owns:
 
   so the job arm slows from ``guard_slow_margin_m`` and stops at ``guard_hold_margin_m``;
 * **dt** (:meth:`ArmLoop._steps`): timer cycles integrate whole nominal periods on a
-  grid, as many as passed since the last cycle (at most :data:`MAX_STEPS`; a tick less
-  than half a period after the last is skipped), and the command is for the grid's
+  grid, as many as passed since the last cycle (at most :data:`MAX_STEPS`, the rest
+  caught up over the next cycles; a tick less than half a period after the last is
+  skipped), and the command is for the grid's
   time (:attr:`Command.time_s`, its stamp): every step has the period the velocity
   limits assume and a command moves as far as its stamp says (issue 12: a jittery
   timer stepped beyond the acceleration limits). A lock-step cycle integrates the time
@@ -61,9 +62,11 @@ from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 from humanoid_balance.resources import urdf_path as package_urdf_path
 
 __all__ = [
+    "BASE_POSITION_LIMIT_M",
     "ERROR",
     "JOB_TWIST_LIMITS",
     "JOB_VELOCITY_LIMIT_FACTOR",
+    "MAX_LAG_S",
     "MAX_STEPS",
     "MEASURED_LIMIT_TOLERANCE_RAD",
     "OK",
@@ -77,6 +80,8 @@ __all__ = [
     "LoopStatus",
     "MeasuredMargin",
     "MeasuredState",
+    "stamp_problem",
+    "triggers",
 ]
 
 #: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
@@ -89,8 +94,14 @@ MEASURED_LIMIT_TOLERANCE_RAD = 0.5
 JOB_TWIST_LIMITS = (10.0, 100.0)
 #: a job joint velocity above this many times the joint's speed limit is refused
 JOB_VELOCITY_LIMIT_FACTOR = 10.0
-#: a cycle integrates at most this many nominal periods (a longer gap is a stale input)
+#: m: a measured base position further from the world origin is implausible and refused (at
+#: 1e308 m the generalized Jacobian came out singular)
+BASE_POSITION_LIMIT_M = 1e4
+#: a cycle integrates at most this many nominal periods (a longer gap is caught up over the
+#: next cycles, its commands stamped on the grid, behind the clock meanwhile)
 MAX_STEPS = 10
+#: s the timer grid may lag the clock before it starts anew (a clock jump)
+MAX_LAG_S = 1.0
 
 
 class LoopState(Enum):
@@ -219,17 +230,54 @@ class MeasuredState:
         """Take a base pose ``[x, y, z, qx, qy, qz, qw]`` (world) received at ``now_s``.
 
         Returns:
-            Why it was refused (not finite, quaternion not unit), or None.
+            Why it was refused (not finite, quaternion not unit, a position beyond
+            :data:`BASE_POSITION_LIMIT_M`), or None.
         """
         pose = np.asarray(pose, dtype=float)
         norm = float(np.linalg.norm(pose[3:]))
         if pose.shape != (7,) or not np.all(np.isfinite(pose)) or abs(norm - 1.0) > 1e-3:
             return (f"base pose {np.round(pose, 4).tolist()} is not finite or its quaternion is not "
                     "unit: ignored")
+        if np.any(np.abs(pose[:3]) > BASE_POSITION_LIMIT_M):
+            return (f"base pose position {pose[:3].tolist()} is beyond {BASE_POSITION_LIMIT_M:g} m "
+                    "of the world origin: implausible, ignored")
         self.q[0:7] = pose
         self.q[3:7] /= norm
         self.base_pose_time_s = now_s
         return None
+
+
+def stamp_problem(stamp_ns: int, now_ns: int | None, config: ArmLoopConfig) -> str | None:
+    """Why a joint state stamped ``stamp_ns`` and received at ``now_ns`` [ns, node clock] is
+    refused, or None.
+
+    One stamped further than ``joint_state_timeout_s`` from the node clock, back (a
+    measurement that old) or ahead (a wrong clock, or a bogus stamp that would trigger a
+    lock-step cycle), is refused (issue 12); an unstamped one (0) is timed on arrival, and
+    none is judged without a clock to compare with (``now_ns`` None: lock-step on the
+    simulation's stamps while the node runs on another clock).
+    """
+    timeout_s = config.joint_state_timeout_s
+    if now_ns is None or stamp_ns == 0 or abs(stamp_ns - now_ns) * 1e-9 <= timeout_s:
+        return None
+    offset_s = (stamp_ns - now_ns) * 1e-9
+    return (f"joint states stamped {abs(offset_s):.3f} s {'ahead of' if offset_s > 0 else 'behind'} "
+            f"the node clock, beyond joint_state_timeout={timeout_s} s: ignored")
+
+
+def triggers(stamp_ns: int, last_ns: int | None, now_ns: int | None, config: ArmLoopConfig) -> bool:
+    """Whether a joint state stamped ``stamp_ns`` starts a lock-step cycle (``trigger:
+    joint_states``) after the one stamped ``last_ns`` (None: none yet).
+
+    A stamp at least 0.9 nominal periods on does. A stamp going back is a restart of the
+    simulation when the node clock (``now_ns``) went back too, or when there is no clock to
+    compare with (``now_ns`` None: the stamps are the only time); else it is a reordered
+    old sample and triggers nothing (it would stamp a command back in time).
+    """
+    if last_ns is None or stamp_ns - last_ns >= 0.9e9 * config.period_s:
+        return True
+    return stamp_ns < last_ns and (now_ns is None or
+                                   now_ns < last_ns - 1e9 * config.joint_state_timeout_s)
 
 
 @dataclass(frozen=True)
@@ -336,6 +384,7 @@ class ArmLoop:
         self.enabled = True
         #: key (joint_states, job_input, guard, controller, ...) -> what is wrong now
         self.problems: dict[str, str] = {}
+        self._reported_s: dict[str, float] = {}  # input problem key -> when last reported [s]
         self.last_output: Any = None
         self.guard_scale = 1.0
         self.cycles = 0
@@ -370,6 +419,16 @@ class ArmLoop:
     def set_selection(self, selection: Sequence[str], secondary: Sequence[str] = ()) -> None:
         """New held and secondary momentum rows (from the next cycle)."""
         self.controller.set_selection(selection, secondary)
+
+    def report_input(self, key: str, problem: str | None, now_s: float, linger_s: float) -> None:
+        """Keep the problem of an input (its key in :attr:`problems`), or clear it once
+        ``linger_s`` [s] passed since it was last reported: diagnostics published at their rate
+        see an intermittent one (a bad message among good ones) too."""
+        if problem is not None:
+            self.problems[key] = problem
+            self._reported_s[key] = now_s
+        elif now_s - self._reported_s.get(key, -math.inf) >= linger_s:
+            self.problems.pop(key, None)
 
     def set_enabled(self, enabled: bool) -> None:
         """Disabled: the job input counts as zero (the job arm stops; balance goes on)."""
@@ -409,10 +468,11 @@ class ArmLoop:
 
         Lock-step (``stamp_s``): one step over the time since the last stamp (at most
         :data:`MAX_STEPS` periods). Timer: whole nominal periods on a grid, as many as
-        passed since the last cycle (a late timer catches up, a tick less than half a
-        period after the last is skipped), so that a command's stamp is the end of the
-        periods it integrated and every step has the period the velocity limits assume;
-        a gap longer than :data:`MAX_STEPS` periods starts the grid anew.
+        passed since the last cycle, at most :data:`MAX_STEPS` (a late timer catches up
+        over the next cycles; a tick less than half a period after the last is skipped),
+        so that a command's stamp is the end of the periods it integrated and every step
+        has the period the velocity limits assume. A clock going back by more than a
+        period, or a lag beyond :data:`MAX_LAG_S`, starts the grid anew.
         """
         period = self.config.period_s
         last = self._last_t
@@ -421,13 +481,13 @@ class ArmLoop:
                                                                     MAX_STEPS * period)
             self._grid, self._last_t = (stamp_s, 0), stamp_s
             return 1, dt
-        if last is None or now_s < last:  # the first cycle, or the clock went back (a restart)
+        if last is None or not -period <= now_s - last <= MAX_LAG_S:
+            # the first cycle, or the clock jumped (a restart): the grid starts now
             self._grid, self._last_t = (now_s, 0), now_s
             return 1, period
-        steps = round((now_s - last) / period)
-        if steps > MAX_STEPS:
-            self._grid, self._last_t = (now_s, 0), now_s
-            return MAX_STEPS, period
+        steps = min(round((now_s - last) / period), MAX_STEPS)
+        if steps <= 0:
+            return 0, period
         self._advance(steps)
         return steps, period
 

@@ -5,9 +5,9 @@ messages out. Parameters: :data:`humanoid_balance.params.arm_balance.SPEC`; dyna
 are applied between cycles. ``configure`` builds the ``mode``'s controller; ``activate``
 starts the cycles (``trigger: timer``: every 1 / ``rate``; ``joint_states``, the
 simulation's lock-step: one per joint state stamped at least 0.9 / ``rate`` after the
-last, outputs stamped with it, the same stamp again answered with the last command);
-``deactivate`` and ``shutdown`` stop the arms at their acceleration limits (hold
-commands one period apart).
+last, outputs stamped with it, the same stamp again answered with the last command); joint
+states stamped beyond ``joint_state_timeout`` from the node clock are refused (lock-step: with
+``use_sim_time``). ``deactivate``/``shutdown`` stop the arms within their acceleration limits.
 """
 
 from __future__ import annotations
@@ -55,12 +55,11 @@ class ArmBalanceNode(LifecycleNode):
         self.params = NodeParameters(self, SPEC, configured=lambda: self.loop is not None,
                                      extra_check=self._extra_check)
         self._loop_timers: list[Timer | None] = []
-        self._log = LogThrottle(self.get_logger(), 1.0)
+        self._logs: dict[str, LogThrottle] = {}  # one per problem key: a cause is never hidden
         self._active = False
 
     def _extra_check(self, name: str, value: Any, merged: Mapping[str, Any]) -> str | None:
-        if self.loop is not None and not self.loop.controller.has_selection and \
-                name in ("selection", "secondary"):
+        if name in ("selection", "secondary") and self.loop and not self.loop.controller.has_selection:
             return (f"{name} does not apply in {self.values['mode']} mode: a floating robot "
                     "conserves its whole momentum")
         return None
@@ -77,8 +76,11 @@ class ArmBalanceNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.values = v
-        self.measured = core.MeasuredState(model.joint_names,
-                                           model.q_index(list(model.joint_names)), model.neutral())
+        self._epochs = {False: self._now_ns()}  # clock, stamps (the first): float seconds from
+        self._shared_clock = v["trigger"] == "timer" or bool(self.get_parameter("use_sim_time").value)
+        names = list(model.joint_names)
+        self.measured = core.MeasuredState(names, model.q_index(names), model.neutral(),
+                                           model.position_limits(names))
         self.loop = core.ArmLoop(controller, self.measured, config)
         self._job: core.JobInput | None = None
         self._margin: core.MeasuredMargin | None = None
@@ -156,55 +158,65 @@ class ArmBalanceNode(LifecycleNode):
         for k, hold in enumerate(holds):
             if k:
                 time.sleep(self.loop.config.period_s)
-            self._publish_hold(hold, self._now_ns())
+            self._publish_hold(hold, self._stamp(hold, self._now_ns()))
 
     def _now_ns(self) -> int:
         return int(self.get_clock().now().nanoseconds)
+
+    def _s(self, ns: int, stamp: bool = False) -> float:  # them keep ns (since 1970: 0.2 us)
+        return (ns - self._epochs.setdefault(stamp, ns)) * 1e-9
+
+    def _stamp(self, out: core.Command | core.Hold, default_ns: int) -> int:  # its time [ns]
+        epoch = self._epochs.get(self.values["trigger"] == "joint_states", 0)
+        return default_ns if np.isnan(out.time_s) else epoch + round(out.time_s * 1e9)
 
     def _on_joint_states(self, msg: bytes | JointState) -> None:
         if self.loop is None:
             return
         stamp, names, position = read_joint_state(self._reader, msg)
         now = self._now_ns()
-        if self._report("joint_states", self.measured.update_joints(names, position, now * 1e-9)):
+        clock = now if self._shared_clock else None  # stamps and the node clock comparable
+        if self._report("joint_states_input", core.stamp_problem(stamp, clock, self.loop.config)
+                        or self.measured.update_joints(names, position, self._s(now))):
             return
         if self._active and self.values["trigger"] == "joint_states":
             last = self._last_trigger_ns
             if last is not None and stamp == last:
                 self.commands.repeat(stamp)  # the same period again: the same answer
-            elif last is None or stamp < last or stamp - last >= 0.9e9 / self.values["rate"]:
-                self._last_trigger_ns = stamp  # a stamp going back (a restart) starts over
+            elif core.triggers(stamp, last, clock, self.loop.config):
+                self._last_trigger_ns = stamp
                 self._cycle(now, stamp)
 
     def _on_twist(self, msg: TwistStamped) -> None:
         t = msg.twist
-        self._job = core.JobInput(self._now_ns() * 1e-9, twist=np.array(
+        self._job = core.JobInput(self._s(self._now_ns()), twist=np.array(
             [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]),
             frame=msg.header.frame_id)
 
     def _on_job_joints(self, msg: JointState) -> None:
-        self._job = core.JobInput(self._now_ns() * 1e-9, joint_names=tuple(msg.name),
+        self._job = core.JobInput(self._s(self._now_ns()), joint_names=tuple(msg.name),
                                   joint_velocities=np.asarray(msg.velocity, dtype=float))
 
     def _on_margin(self, msg: Float64) -> None:
-        self._margin = core.MeasuredMargin(float(msg.data), self._now_ns() * 1e-9)
+        self._margin = core.MeasuredMargin(float(msg.data), self._s(self._now_ns()))
 
     def _on_base_pose(self, msg: PoseStamped) -> None:
         if self.loop is None:
             return
         p, o = msg.pose.position, msg.pose.orientation
         self._report("base_pose", self.measured.update_base_pose(
-            np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]), self._now_ns() * 1e-9))
+            np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]), self._s(self._now_ns())))
 
     def _report(self, key: str, problem: str | None) -> bool:
-        """Keep (and log) or clear the problem of an input; whether there is one."""
-        assert self.loop is not None
-        if problem is None:
-            self.loop.problems.pop(key, None)
-            return False
-        self.loop.problems[key] = problem
-        self._log.warning(problem)
-        return True
+        """Keep (and log) or clear an input's problem (until its next good message); whether any."""
+        assert self.loop is not None  # cleared two diagnostics periods after the last, so seen
+        self.loop.report_input(key, problem, time.monotonic(), 2.0 / self.values["diagnostics_rate"])
+        if problem is not None:
+            self._warn(key, problem)
+        return problem is not None
+
+    def _warn(self, key: str, text: str) -> None:  # at most once a second per key
+        self._logs.setdefault(key, LogThrottle(self.get_logger(), 1.0)).warning(text)
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         if self.loop is not None:
@@ -231,17 +243,18 @@ class ArmBalanceNode(LifecycleNode):
 
     def _cycle(self, now_ns: int | None = None, stamp_ns: int | None = None) -> None:
         """One cycle at node-clock ``now_ns``; outputs stamped ``stamp_ns`` (default now)."""
-        if self.loop is None:
+        if self.loop is None or not self._active:  # a timer event queued before a stop
             return
         wall = time.perf_counter()
         if self._last_wall:
             self._periods.append(wall - self._last_wall)
         self._last_wall = wall
         now = self._now_ns() if now_ns is None else now_ns
-        stamp = now if stamp_ns is None else stamp_ns
-        self._apply_pending(now * 1e-9)
-        result = self.loop.cycle(now * 1e-9, self.measured, self._job, self._margin,
-                                 stamp_s=None if stamp_ns is None else stamp_ns * 1e-9)
+        self._apply_pending(self._s(now))
+        result = self.loop.cycle(self._s(now), self.measured, self._job, self._margin,
+                                 stamp_s=None if stamp_ns is None else self._s(stamp_ns, True))
+        stamp = stamp_ns if stamp_ns is not None else now if result is None else \
+            self._stamp(result, now)
         if isinstance(result, core.Command):
             self.commands.publish(stamp, result.names, result.position, result.velocity)
             self.pub_momentum.publish(self._momentum_writer.write(stamp, result.momentum.tolist()))
@@ -255,12 +268,14 @@ class ArmBalanceNode(LifecycleNode):
 
     def _publish_hold(self, hold: core.Hold, stamp_ns: int) -> None:
         self.commands.publish(stamp_ns, hold.names, hold.position, hold.velocity)
-        self._log.warning(f"holding the arms: {hold.reason}")
+        self._warn("hold", f"holding the arms: {hold.reason}")
 
     def _publish_diagnostics(self) -> None:
         if self.loop is None:
             return
         status = self.loop.status()
+        for key, text in self.loop.problems.items():
+            self._warn(key, text)
         v = self.values
         status.values.update(job_arm=v["job_arm"], selection=",".join(v["selection"]),
                              secondary=",".join(rows_of(v["secondary"])) or "none",
