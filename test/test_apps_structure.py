@@ -16,11 +16,6 @@ The rules, precisely:
    (``test_cli_errors.py``, ``test_demo.py``, ``test_launch_wait_for.py`` and the
    experiment tests do); naming a module in a string that is not imported (e.g.
    ``sys.modules["humanoid_balance.apps.report"]``) is not an import.
-
-Files that break a rule and are being changed by their owners are listed in
-:data:`PENDING_LONG_FUNCTIONS` and :data:`PENDING_IMPORTS`; their tests are strict
-``xfail``: once the file is fixed the test passes and the suite fails until its
-entry is removed, so the lists only shrink.
 """
 
 from __future__ import annotations
@@ -36,10 +31,6 @@ MAX_FUNCTION_LINES = 80
 APPS_PACKAGE = "humanoid_balance.apps"
 #: folders whose Python files must not import from apps (besides the package outside apps/)
 SCANNED = ("test", "benchmarks", "tools", "launch", "humanoid_balance")
-#: app modules with a function over the limit, and why they are let through for now (none)
-PENDING_LONG_FUNCTIONS: dict[str, str] = {}
-#: files (relative to the repository) importing from apps, and why they are let through for now
-PENDING_IMPORTS: dict[str, str] = {}
 
 
 def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
@@ -89,13 +80,7 @@ def _scanned_files() -> list[str]:
                   if APPS not in p.parents and "__pycache__" not in p.parts)
 
 
-def _pending(name: str, reasons: dict[str, str]) -> object:
-    if name in reasons:
-        return pytest.param(name, marks=pytest.mark.xfail(reason=reasons[name], strict=True))
-    return name
-
-
-@pytest.mark.parametrize("module", [_pending(m, PENDING_LONG_FUNCTIONS) for m in _app_modules()])
+@pytest.mark.parametrize("module", _app_modules())
 def test_no_function_in_apps_is_over_80_lines(module: str) -> None:
     """Every function of the app module is at most 80 lines long."""
     assert long_functions((APPS / module).read_text()) == []
@@ -103,15 +88,9 @@ def test_no_function_in_apps_is_over_80_lines(module: str) -> None:
 
 def test_nothing_outside_apps_imports_from_apps() -> None:
     """No test, benchmark, tool, launch file or package module imports from humanoid_balance.apps."""
-    offenders = {path: found for path in _scanned_files() if path not in PENDING_IMPORTS
+    offenders = {path: found for path in _scanned_files()
                  for found in [apps_imports((REPO / path).read_text())] if found}
     assert offenders == {}
-
-
-@pytest.mark.parametrize("path", [_pending(p, PENDING_IMPORTS) for p in sorted(PENDING_IMPORTS)])
-def test_pending_file_no_longer_imports_from_apps(path: str) -> None:
-    """A file let through for now does not import from apps (strict xfail until it is fixed)."""
-    assert apps_imports((REPO / path).read_text()) == []
 
 
 @pytest.mark.parametrize(("source", "expected"), [
