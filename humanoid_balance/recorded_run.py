@@ -74,6 +74,10 @@ def is_command_topic(topic: str) -> bool:
     return topic in COMMAND_TOPICS or topic.endswith(("/command", "/commands", "/joint_trajectory"))
 
 
+#: the text of zmp_estimator's ERROR when the measured ZMP leaves the support polygon: the robot
+#: is tipping (a balance fault), not a node failing
+BALANCE_FAULT = "outside the support polygon"
+
 @dataclass
 class Series:
     """Samples of a quantity over time.
@@ -202,9 +206,15 @@ class RecordedRun:
         """Simulation time [s] of the first job input: the graph was up (nan without job input)."""
         return float(self.job.t[0]) if len(self.job) else float("nan")
 
-    def faults_from(self, start: float) -> list[str]:
-        """The faults still reported after ``start`` [s] (not those of the start-up only)."""
-        return [text for text, t in self.faults.items() if not t <= start]
+    def faults_from(self, start: float, balance: bool = False) -> list[str]:
+        """The faults still reported after ``start`` [s] (not those of the start-up only).
+
+        ``balance``: the balance faults instead (:data:`BALANCE_FAULT`: the estimator's ZMP
+        left the support polygon, a state of the robot rather than a failure of a node);
+        by default every other fault.
+        """
+        return [text for text, t in self.faults.items()
+                if not t <= start and (BALANCE_FAULT in text) == balance]
 
     def joint(self, name: str) -> Series:
         """One joint of ``/joint_states``: position [rad]."""
@@ -555,6 +565,8 @@ def run_metrics(run: RecordedRun, start: float | None = None,
         "arm_balance_holds": metric(run.arm_holds, "", target=0, better="lower"),
         "faults_seen": metric(len(run.faults_from(run.scenario_start)), "", target=0,
                               better="lower"),
+        "balance_faults_seen": metric(len(run.faults_from(run.scenario_start, balance=True)), "",
+                                      better="lower"),
         "lock_step_misses": metric(float("nan") if run.lock_step_misses is None
                                    else run.lock_step_misses, "", target=0, better="lower"),
         "waist_max_tracking_error_deg": metric(_rounded(waist_error_deg, 4), "deg",

@@ -765,7 +765,8 @@ def _summary(args: argparse.Namespace, columns: list[dict[str, dict[str, Any]]],
             "zmp_peak_shift_mm", "zmp_peak_shift_mm_no_rmc", "zmp_peak_shift_ratio")
             if name in compared}
         summary.update(headline)
-        for name in ("real_time_factor", "arm_balance_holds", "faults_seen", "lock_step_misses",
+        for name in ("real_time_factor", "arm_balance_holds", "faults_seen", "balance_faults_seen",
+                     "lock_step_misses",
                      "nodes_not_exiting_cleanly", "max_node_exit_s",
                      "waist_max_tracking_error_deg"):
             if name in columns[1]:
@@ -793,7 +794,14 @@ def _notes(args: argparse.Namespace, strike: Any, outcomes: list[RunOutcome],
                      for line in outcome.unclean()]
         warnings += [f"({label}): slow exit after SIGINT (expected <= {EXIT_EXPECTED_S:g} s): "
                      f"{line}" for line in outcome.slow_exits()]
+    rmc_of = {o.spec.label: o.spec.rmc for o in outcomes}
     for run in runs:
         problems += [f"({run.label}): fault: {fault}"
                      for fault in run.faults_from(run.scenario_start)[:10]]
+        balance = run.faults_from(run.scenario_start, balance=True)[:10]
+        if rmc_of.get(run.label, True):  # with RMC the ZMP must stay inside the polygon
+            problems += [f"({run.label}): balance fault: {fault}" for fault in balance]
+        else:  # the baseline: without RMC the strike takes the ZMP to the pads' edge
+            notes += [f"({run.label}): balance fault, as expected without RMC: {fault}"
+                      for fault in balance]
     return notes, warnings, problems
