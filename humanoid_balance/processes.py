@@ -105,8 +105,9 @@ class NodeProcess:
         return self.popen.poll() is None
 
     def output(self) -> str:
-        """What it printed so far."""
-        self._log.flush()
+        """What it printed so far (all of it once stopped)."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def wait_for_output(self, text: str, timeout: float) -> bool:

@@ -56,6 +56,7 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -118,6 +119,8 @@ NODE_NAME = "identification_executor"
 LIMIT_TOLERANCE_RAD = math.radians(0.5)
 #: s the arm may take after the plan's end to come to rest before the estimate
 SETTLE_TIMEOUT_S = 2.0
+#: s the node waits at exit for its readers to acknowledge the braking ramp's last commands
+FLUSH_TIMEOUT_S = 0.3
 #: the dynamic parameters used at activate: refused while active (applied at the next activate)
 ACTIVATE_PARAMETERS = ("rate", "diagnostics_rate")
 _Callback = TypeVar("_Callback", bound=Callable[..., Any])
@@ -373,11 +376,26 @@ class IdentificationExecutor(LifecycleNode):
     def destroy_node(self) -> None:
         """Stop a run with its braking ramp before the node goes (SIGINT, SIGTERM)."""
         try:
+            braking = self.state in ("running", "stopping")
             if self.state == "running":
                 self._stop("cancelled", "node stopped during the run", cause_is_input=False)
             self._brake_now()
+            if braking:
+                self._flush_commands()
         finally:
             super().destroy_node()
+
+    def _flush_commands(self) -> None:
+        """Wait (at most ``FLUSH_TIMEOUT_S``) until every subscriber acknowledged the commands.
+
+        Destroying the publisher right after the braking ramp's last (at rest) command
+        drops what a reader has not yet acknowledged: on a loaded machine the arm's
+        driver then kept a moving command as the last one.
+        """
+        from rclpy.duration import Duration
+
+        with contextlib.suppress(Exception):  # the context is going: nothing more can be sent
+            self.commands.publisher.wait_for_all_acked(Duration(seconds=FLUSH_TIMEOUT_S))
 
     def _destroy_timers(self) -> None:
         destroy_timers(self, self._timer, self._diag_timer)

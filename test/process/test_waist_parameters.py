@@ -202,14 +202,19 @@ def test_inclinometer_timeout_decides_whether_a_sample_is_used(probe: Probe, vie
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
         publisher.publish(msg)
 
-    send()
-    assert view.wait_status(lambda s: _value(s, "inclinometer_used") == "False")
-    set_ok(probe, "inclinometer_timeout", 2.0)
+    # outer_gain 0: a used sample moves nothing. At 2 1/s the outer loop would integrate the
+    # error of this one stale sample for as long as it is used (up to 1.5 s on a loaded machine)
+    # into an offset the controller keeps, and the next test's waist would hold off its 5 deg
+    set_ok(probe, "outer_gain", 0.0)
     try:
+        send()
+        assert view.wait_status(lambda s: _value(s, "inclinometer_used") == "False")
+        set_ok(probe, "inclinometer_timeout", 2.0)
         send()
         assert view.wait_status(lambda s: _value(s, "inclinometer_used") == "True")
     finally:
         set_ok(probe, "inclinometer_timeout", 0.1)
+        set_ok(probe, "outer_gain", 2.0)
 
 
 def test_outer_gain_decides_whether_the_inclinometer_moves_the_waist(probe: Probe,
