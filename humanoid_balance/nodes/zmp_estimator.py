@@ -14,7 +14,10 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
   waits until a joint state stamped at or after it has arrived (at most
   ``joint_state_wait``), and uses the newest joint state stamped at or before
   it. So the output depends on the stamps only, not on message arrival order:
-  a replayed bag yields the live run's ZMPs exactly. FSR arrays have no
+  a replayed bag yields the live run's ZMPs exactly (with ``use_sim_time``
+  a sample's age, ``sensor_timeout``, is counted from the newest joined
+  sample, not from ``/clock``, which a loaded executor may take before the
+  queued samples). FSR arrays have no
   header: each is stamped with the node clock on arrival, and the two feet's
   arrays are joined in arrival order (:class:`ArrivalPairer`: the n-th
   waiting array of one foot with the n-th of the other; the pair takes the
@@ -58,6 +61,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PointStamped, PolygonStamped, WrenchStamped
+from rclpy.clock import ROSClock
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -390,7 +394,9 @@ class ZmpEstimatorNode(Node):
             self._drop("dropped_nonfinite", f"{side} foot: non-finite FSR force dropped "
                        f"({self.counts['dropped_nonfinite'] + 1} so far)")
             return
+        unpaired = self.pairer.dropped
         joined = self.pairer.push(side, now, forces)  # no stamp: joined in arrival order
+        self._period["unpaired"] += self.pairer.dropped - unpaired
         if joined is not None:
             self._on_joined(joined)
 
@@ -450,9 +456,15 @@ class ZmpEstimatorNode(Node):
             self._drop("dropped_stale", "no joint state within joint_state_timeout "
                        f"({1e-9 * self.joint_state_timeout_ns:.3f} s) of the foot samples: no ZMP")
             return
-        if now - stamp > self.sensor_timeout_ns:
-            self._drop("dropped_stale", f"foot samples {1e-9 * (now - stamp):.3f} s old (sensor_timeout "
-                       f"{1e-9 * self.sensor_timeout_ns:.3f} s): no ZMP built from them")
+        # with use_sim_time, /clock is one more topic, taken in no fixed order with the samples
+        # (a loaded executor takes the newest /clock before the queued samples): the age is then
+        # counted in data time, from the newest joined sample, so a replay gives the live ZMPs
+        clock = self.get_clock()
+        sim_time = isinstance(clock, ROSClock) and clock.ros_time_is_active
+        reference = self._newest_set_ns if sim_time else now
+        if reference - stamp > self.sensor_timeout_ns:
+            self._drop("dropped_stale", f"foot samples {1e-9 * (reference - stamp):.3f} s old "
+                       f"(sensor_timeout {1e-9 * self.sensor_timeout_ns:.3f} s): no ZMP built from them")
             return
         soles = self._soles(found[1])
         samples = {}
@@ -583,7 +595,10 @@ class ZmpEstimatorNode(Node):
                            "no ZMP")
         period = self._period
         dropped, produced = period["dropped"], period["published"]
-        if dropped == 0 and produced == 0 and period["unpaired"] > 0 and self.sensor_type == "ft":
+        if dropped == 0 and produced == 0 and period["unpaired"] > 0:
+            if self.sensor_type == "fsr":
+                return ERROR, (f"no ZMP: {period['unpaired']} FSR arrays found no array of the other "
+                               f"foot within sensor_timeout {1e-9 * self.sensor_timeout_ns:.3f} s")
             tolerance = 1e-9 * self.sync.tolerance_ns
             return ERROR, (f"no ZMP: {period['unpaired']} foot samples did not pair (the feet's "
                            f"stamps differ by more than sync_tolerance {tolerance:.4f} s)")

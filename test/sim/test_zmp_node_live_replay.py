@@ -1,9 +1,9 @@
 """zmp_estimator against MuJoCo ground truth over ROS, recorded to a bag, and replayed from it.
 
 One live run (module fixture): ``mujoco_sim`` in its own process with noise-free
-sensors; in this process a driver makes the right arm strike (the seed-000
-motion at 1.2 m/s, no balance control: the CoP sweeps the soles from heel to
-toe), a
+sensors, in lock-step with the driver; in this process a driver makes the
+right arm strike (the seed-000 motion at 1.2 m/s, no balance control: the CoP
+sweeps the soles from heel to toe), a
 ``zmp_estimator`` with ``use_sim_time``, and a recorder writing every topic used
 to an MCAP bag. Then ``humanoid-balance replay`` (its own process) plays the bag
 without ``/zmp`` into a fresh estimator.
@@ -33,6 +33,12 @@ STRIKE_START = 0.8
 STRIKE_SPEED = 1.2  # m/s of the hand at the target
 COMPARE_FROM = 0.4  # s of simulation: after the start-up transient
 RATE = 0.25  # real-time factor: the estimator, recorder and driver share this process
+#: the simulation waits each period for the driver's command (this process's executor has then
+#: taken the period's messages): free running, a loaded machine made the driver late (on 2 busy
+#: cores the arm moved otherwise, the CoP travelled 145 mm instead of 99 mm) and the estimators
+#: fall behind; in lock-step the run is the same on any machine. (/zmp cannot be waited for:
+#: at t = 0 no foot is loaded yet, so no ZMP answers the first period.)
+LOCK_STEP_TOPICS = ("/joint_commands:sensor_msgs/msg/JointState",)
 
 
 @dataclass
@@ -88,6 +94,7 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
         clock_seen.append(t)
         ref = strike.sample(t)
         command = JointState()
+        command.header.stamp = msg.clock  # the lock-step answer of this period
         command.name = list(strike.joint_names)
         command.position = [float(v) for v in ref.position]
         command.velocity = [float(v) for v in ref.velocity]
@@ -108,6 +115,8 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
         [sys.executable, "-m", "humanoid_balance.nodes.mujoco_sim", "--ros-args",
          "-p", f"duration:={SIM_SECONDS}", "-p", f"real_time_factor:={RATE}", "-p", "sensor_noise:=0.0",
          "-p", "publish_rate:=500.0", "-p", "command_topics:=['/joint_commands']",
+         "-p", "lock_step:=true", "-p", f"lock_step_topics:={list(LOCK_STEP_TOPICS)}",
+         "-p", "lock_step_timeout:=10.0",
          "-p", f"initial_joint_names:={list(initial)}",
          "-p", f"initial_joint_positions:={[float(v) for v in initial.values()]}"],
         env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
