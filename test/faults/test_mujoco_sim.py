@@ -323,6 +323,28 @@ def test_longer_command_timeout_keeps_the_joint_moving(rig: SimRig, ledger: Ledg
         case.require(rig.recovers(), "a good command did not move the arm afterwards")
 
 
+def test_hold_deceleration_sets_the_stopping_distance(rig: SimRig, ledger: Ledger) -> None:
+    """hold_deceleration 0.5 rad/s^2 over DDS: a joint at 0.5 rad/s stops 0.25 rad after the
+    timeout instead of 0.025 rad (5 rad/s^2)."""
+    with ledger.case(rig.target, "parameters (dynamic)", "hold_deceleration 0.5 rad/s^2") as case:
+        result = rig.set_parameter("hold_deceleration", 0.5)
+        case.require(result.successful, lambda: f"refused: {result.reason}")
+        rig.send(name=[MOVED], position=[0.0])
+        rig.probe.spin_until(lambda: abs(rig.position()) < 0.01, REACTION_S)
+        rig.send(name=[MOVED], velocity=[0.5])
+        rig.probe.spin(1.0)  # 4 s of simulation: timeout 0.2 s, then 1 s of braking
+        at_rest = rig.position()
+        rig.probe.spin(0.3)
+        case.require(abs(rig.position() - at_rest) < 0.01,
+                     lambda: f"{MOVED} still moving: {at_rest:.3f} -> {rig.position():.3f} rad")
+        # 0.5 rad/s for the 0.2 s timeout, then v^2 / 2a = 0.25 rad (5 rad/s^2: 0.025 rad)
+        case.require(0.5 * 0.2 + 0.25 - 0.05 < at_rest < 0.5 * 0.2 + 0.25 + 0.05,
+                     lambda: f"{MOVED} stopped at {at_rest:.3f} rad, expected about 0.35")
+        result = rig.set_parameter("hold_deceleration", 5.0)
+        case.require(result.successful, lambda: f"refused: {result.reason}")
+        case.require(rig.recovers(), "a good command did not move the arm afterwards")
+
+
 def test_real_time_factor_slows_the_simulation(rig: SimRig, ledger: Ledger) -> None:
     """real_time_factor 0.1 over DDS: simulation time advances at most 0.1 s per wall s (+ slack)."""
     with ledger.case(rig.target, "parameters (dynamic)", "real_time_factor 0.1") as case:

@@ -128,3 +128,77 @@ def test_without_tf2_msgs_the_log_says_once_why_there_is_no_tf(sim: RunningNode)
     """Without tf2_msgs the node logs once that /tf is not published, naming the package."""
     assert sim.process.wait_for_output(NO_TF_LOG, OUTPUT_TIMEOUT_S), sim.process.output()
     assert sim.process.output().count(NO_TF_LOG) == 1
+
+
+def test_inclinometer_rate_set_at_run_time_changes_the_period(probe: Probe,
+                                                             sim: RunningNode) -> None:
+    """inclinometer_rate 20 Hz over DDS: /waist/inclinometer comes every 50 ms of simulation
+    time instead of 10 ms; set back to 100 Hz afterwards."""
+    import statistics
+
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import Imu
+
+    def set_rate(hz: float) -> None:
+        request = SetParameters.Request(parameters=[
+            Parameter("inclinometer_rate", value=hz).to_parameter_msg()])
+        result = probe.call(SetParameters, "/mujoco_sim/set_parameters", request).results[0]
+        assert result.successful, result.reason
+
+    def median_period_ms() -> float:
+        samples = probe.record(Imu, "/waist/inclinometer", keep=100)
+        probe.spin(0.2)  # what was under way at the change
+        samples.messages.clear()
+        assert probe.spin_until(lambda: len(samples.messages) >= 15, OUTPUT_TIMEOUT_S)
+        stamps = [_ns(m.header.stamp) for m in samples.messages]
+        return 1e-6 * statistics.median(b - a for a, b in pairwise(stamps))
+
+    try:
+        set_rate(20.0)
+        assert median_period_ms() == pytest.approx(50.0, abs=1.0)
+    finally:
+        set_rate(100.0)
+    assert median_period_ms() == pytest.approx(10.0, abs=1.0)
+
+
+def test_lock_step_timeout_set_at_run_time_paces_a_silent_lock_step(
+        probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A lock-step simulation whose arm commands stop after the first period steps one period
+    per lock_step_timeout: set over DDS from 1 s to 0.05 s, its clock runs about 20x faster."""
+    import time
+
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    node = next(n for n in sim_graph(lock_step=True) if n.name == "mujoco_sim")
+    running = start_node(node, tmp_path_factory.mktemp("mujoco_sim_lock_step"))
+    try:
+        wait_ready(probe, running)
+        clock = probe.record(Clock, "/clock", keep=10_000)
+        # the t = 0 period is answered (an empty command stamped 0): time starts, and no
+        # answer comes after it
+        start = probe.publisher(JointState, "/arm_balance/command")
+        probe.wait_for_subscribers(start)
+        assert probe.spin_until(lambda: clock.count > 0, OUTPUT_TIMEOUT_S)
+        start.publish(JointState())
+        assert probe.spin_until(lambda: _ns(clock.last.clock) > 0, OUTPUT_TIMEOUT_S)
+
+        def periods_per_s(seconds: float) -> float:
+            probe.spin_until(lambda: clock.count > 0, OUTPUT_TIMEOUT_S)
+            t0, w0 = _ns(clock.last.clock), time.monotonic()
+            probe.spin(seconds)
+            return (_ns(clock.last.clock) - t0) / 2e6 / (time.monotonic() - w0)
+
+        slow = periods_per_s(2.0)
+        request = SetParameters.Request(parameters=[
+            Parameter("lock_step_timeout", value=0.05).to_parameter_msg()])
+        result = probe.call(SetParameters, "/mujoco_sim/set_parameters", request).results[0]
+        assert result.successful, result.reason
+        probe.spin(0.3)
+        fast = periods_per_s(2.0)
+        assert slow <= 2.0 and fast >= 8.0, (slow, fast)
+    finally:
+        assert running.stop().returncode == 0
