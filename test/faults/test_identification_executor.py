@@ -59,7 +59,7 @@ JOINT_STATE_TIMEOUT_S = 1.0
 REACTION_S = 3.0
 #: the sweep's speed
 SWEEP_RAD_S = math.radians(3.0)
-GENERATED = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+GENERATED = settings(max_examples=20, deadline=None, derandomize=True, database=None,
                      suppress_health_check=list(HealthCheck))
 
 
@@ -1030,7 +1030,7 @@ RUNTIME_VALUES = {
 }
 
 
-@settings(GENERATED, max_examples=30)
+@settings(GENERATED, max_examples=15)
 @given(data=st.data())
 def test_generated_parameters_at_run_time(good: Rig, ledger: Ledger, data: st.DataObject) -> None:
     """Generated values for the run-time parameters: refused with a reason, or the node still works."""

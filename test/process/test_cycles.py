@@ -3,19 +3,21 @@
 Each cycle starts the simulation graph (``mujoco_sim`` feeding ``zmp_estimator``
 at 1 kHz, ``arm_balance``, ``waist_controller`` with its simulated drives) and
 ``identification_executor``, each its own process with its parameter file,
-waits until each is reachable, then stops them one by one, with SIGINT in even
+waits until each is reachable, then stops them all at once, with SIGINT in even
 cycles and SIGTERM in odd ones. Run with ``-s`` for the table of start-to-reachable
 and signal-to-exit times per node.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from process_harness import (
     SIGNALS,
     Probe,
+    RunningNode,
     describe,
     exit_table,
     exited_cleanly,
@@ -53,8 +55,11 @@ def test_twenty_start_stop_cycles_end_every_node_cleanly(probe: Probe, tmp_path:
             for r in running:
                 ready[r.name].append(wait_ready(probe, r))
         finally:
-            for r in running:
-                report = r.stop(SIGNALS[signal_name])
+            # all five signalled at once, as a launch's Ctrl-C reaches every process
+            with ThreadPoolExecutor(len(running)) as pool:
+                reports = list(pool.map(RunningNode.stop, running,
+                                        [SIGNALS[signal_name]] * len(running)))
+            for r, report in zip(running, reports, strict=True):
                 exits[r.name].append(report.seconds)
                 if not exited_cleanly(report):
                     unclean.append(f"cycle {cycle} {r.name} ({signal_name}): {describe(report)}")
