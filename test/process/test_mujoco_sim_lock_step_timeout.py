@@ -1,0 +1,60 @@
+"""``mujoco_sim``'s ``lock_step_timeout`` set over DDS at run time.
+
+In a module of its own: ``test_mujoco_sim.py``'s module-wide free-running
+simulation would publish ``/clock`` beside this one's.
+"""
+
+from __future__ import annotations
+
+import pytest
+from process_harness import OUTPUT_TIMEOUT_S, Probe, start_node, wait_ready
+
+from humanoid_balance.graph import sim_graph
+
+pytestmark = pytest.mark.ros
+
+
+def _ns(stamp: object) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)  # type: ignore[attr-defined]
+
+
+def test_lock_step_timeout_set_at_run_time_paces_a_silent_lock_step(
+        probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A lock-step simulation whose arm commands stop after the first period steps one period
+    per lock_step_timeout: set over DDS from 1 s to 0.05 s, its clock runs about 20x faster."""
+    import time
+
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    node = next(n for n in sim_graph(lock_step=True) if n.name == "mujoco_sim")
+    running = start_node(node, tmp_path_factory.mktemp("mujoco_sim_lock_step"))
+    try:
+        wait_ready(probe, running)
+        clock = probe.record(Clock, "/clock", keep=10_000)
+        # the t = 0 period is answered (an empty command stamped 0): time starts, and no
+        # answer comes after it
+        start = probe.publisher(JointState, "/arm_balance/command")
+        probe.wait_for_subscribers(start)
+        assert probe.spin_until(lambda: clock.count > 0, OUTPUT_TIMEOUT_S)
+        start.publish(JointState())
+        assert probe.spin_until(lambda: _ns(clock.last.clock) > 0, OUTPUT_TIMEOUT_S)
+
+        def periods_per_s(seconds: float) -> float:
+            probe.spin_until(lambda: clock.count > 0, OUTPUT_TIMEOUT_S)
+            t0, w0 = _ns(clock.last.clock), time.monotonic()
+            probe.spin(seconds)
+            return (_ns(clock.last.clock) - t0) / 2e6 / (time.monotonic() - w0)
+
+        slow = periods_per_s(2.0)
+        request = SetParameters.Request(parameters=[
+            Parameter("lock_step_timeout", value=0.05).to_parameter_msg()])
+        result = probe.call(SetParameters, "/mujoco_sim/set_parameters", request).results[0]
+        assert result.successful, result.reason
+        probe.spin(0.3)
+        fast = periods_per_s(2.0)
+        assert slow <= 2.0 and fast >= 8.0, (slow, fast)
+    finally:
+        assert running.stop().returncode == 0
