@@ -79,8 +79,9 @@ rclpy.try_shutdown()
 def step_times(repeats: int = 3) -> dict[str, np.ndarray]:
     """Step times [s] along the strike: twist input (all, unlimited, limited), joint input."""
     from humanoid_balance.core.model import RobotModel
-    from humanoid_balance.core.rmc import RmcController, RmcInput, support_polygon_from_frames
+    from humanoid_balance.core.rmc import RmcController, RmcInput
     from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
+    from humanoid_balance.core.support import SupportPolygon
     from humanoid_balance.resources import urdf_path
 
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
@@ -94,7 +95,7 @@ def step_times(repeats: int = 3) -> dict[str, np.ndarray]:
     joints = [RmcInput(q0, job_joint_velocities=trajectory.sample(float(t)).velocity)
               for t in times]
     out: dict[str, list[float]] = {"twist": [], "twist_free": [], "twist_limited": [], "joint": []}
-    polygon = support_polygon_from_frames(model)
+    polygon = SupportPolygon.from_model(model).update_at(model, model.neutral())
     for _ in range(repeats):
         for key, inputs in (("twist", twists), ("joint", joints)):
             controller = RmcController(model, support_polygon=polygon)

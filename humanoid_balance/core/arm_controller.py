@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,7 +31,7 @@ from humanoid_balance.core.joint_limits import JointLimits, arm_acceleration_lim
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import RmcController, RmcInput, RmcOutput
 
-__all__ = ["ArmController", "ArmOutput", "ArmReport", "GroundArmController", "trapezoid_step"]
+__all__ = ["ArmController", "ArmOutput", "ArmReport", "GroundArmController"]
 
 
 class ArmOutput(Protocol):
@@ -133,35 +133,6 @@ def default_arm_limits(model: RobotModel, names: Sequence[str]) -> JointLimits:
                        np.array([arm_acceleration_limit(n) for n in names]))
 
 
-def trapezoid_step(controller: Any, step: Any, inputs: RmcInput, dt: float) -> Any:
-    """``step(inputs, dt)`` of a controller whose ``_q_cmd`` integrates ``_qd_prev``; its
-    positions then integrate the mean of the previous and the new velocity (trapezoid).
-
-    Args:
-        controller: the controller (``_q_cmd`` [rad], ``_qd_prev`` [rad/s] in command order).
-        step: its own (Euler) step: ``q_cmd += qd dt``.
-        inputs: the cycle's inputs.
-        dt: the cycle's period [s].
-
-    Returns:
-        The step's output with ``position`` the trapezoid's (also the controller's ``_q_cmd``).
-    """
-    q0, qd0 = controller._q_cmd, controller._qd_prev
-    if q0 is None or qd0 is None:
-        return step(inputs, dt)
-    q0, qd0 = np.array(q0, dtype=float), np.array(qd0, dtype=float)
-    # the step's limits see the joints half a step of the last velocity ahead: its Euler
-    # step q + qd dt then bounds the trapezoid's q + (qd_prev + qd) dt / 2 when braking
-    controller._q_cmd = q0 + 0.5 * qd0 * dt
-    try:
-        out = step(inputs, dt)
-    except Exception:
-        controller._q_cmd = q0
-        raise
-    controller._q_cmd = q0 + 0.5 * (qd0 + np.asarray(out.velocity, dtype=float)) * dt
-    return replace(out, position=controller._q_cmd.copy())
-
-
 class GroundArmController(RmcController):
     """``ground`` mode: :class:`~humanoid_balance.core.rmc.RmcController` as an :class:`ArmController`.
 
@@ -178,19 +149,6 @@ class GroundArmController(RmcController):
         self._loop_limits: JointLimits = kwargs.pop("limits", None) or default_arm_limits(model,
                                                                                          arms)
         super().__init__(model, limits=self._loop_limits, **kwargs)
-
-    def step(self, inputs: RmcInput, dt: float) -> RmcOutput:
-        """:meth:`RmcController.step <humanoid_balance.core.rmc.RmcController.step>` with the
-        positions integrating the mean of the last and the new velocity (issue 12).
-
-        .. math::
-
-            q_{cmd} \\leftarrow q_{cmd} + \\frac{\\dot q_{prev} + \\dot q}{2} \\Delta t
-
-        A motion within the acceleration limit reaches the commanded ``(q, qd)`` pair;
-        ``q += qd dt`` lands half a velocity step (up to ``a dt^2 / 2``) away from it.
-        """
-        return trapezoid_step(self, super().step, inputs, dt)
 
     @property
     def momentum_frame(self) -> str:

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_balance.core.arm_controller import ArmController, GroundArmController, trapezoid_step
+from humanoid_balance.core.arm_controller import ArmController, GroundArmController
 from humanoid_balance.core.free_floating import FreeFloatingArmController
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import ARMS, RmcInput
@@ -758,22 +758,13 @@ def ground_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
         posture_acceleration=v["aux_posture_acceleration"])
 
 
-class TrapezoidFreeFloatingController(FreeFloatingArmController):
-    """:class:`FreeFloatingArmController` whose positions integrate the mean of the previous and
-    the new velocity (:func:`~humanoid_balance.core.arm_controller.trapezoid_step`, issue 12)."""
-
-    def step(self, inputs: RmcInput, dt: float) -> Any:
-        """One cycle of ``dt`` [s]; positions by the trapezoid rule."""
-        return trapezoid_step(self, super().step, inputs, dt)
-
-
 def free_floating_controller(v: Mapping[str, Any]) -> tuple[RobotModel, ArmController]:
     """``mode: free_floating``: the generalized Jacobian on the floating robot (seed 002)."""
     model = RobotModel(v["urdf_path"] or str(package_urdf_path("space_robot")),
                        floating_base=True, gravity=v["gravity"])
     arms = {arm: model.group(group) for arm, group in ARMS.items()}
     accel = {arm: [v["free_floating_acceleration_limit"]] * len(j) for arm, j in arms.items()}
-    return model, TrapezoidFreeFloatingController(
+    return model, FreeFloatingArmController(
         model, arms, {arm: f"{arm}_hand" for arm in ARMS}, job_arm=v["job_arm"],
         rows=v["free_floating_rows"], acceleration_limits=accel,
         position_margin=v["position_margin"])

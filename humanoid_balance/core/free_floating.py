@@ -282,7 +282,8 @@ class FreeFloatingArmController:
         solution = rmrc_at(self.model, q, self._indices, xd, self.min_singular_value,
                            self.max_condition_number)
         qd = solution.joint_velocities
-        box = self._boxer(self._q_cmd, self._qd_prev, dt)
+        # the limits see the joints half a step of the last velocity ahead (trapezoid below)
+        box = self._boxer(self._q_cmd + 0.5 * self._qd_prev * dt, self._qd_prev, dt)
         # the largest scale <= 1 that keeps qd in the box where the box holds zero
         above = (qd > box.upper) & (qd > 0.0)
         below = (qd < box.lower) & (qd < 0.0)
@@ -298,7 +299,8 @@ class FreeFloatingArmController:
         if box.acceleration_overridden.any():
             overridden = tuple(n for n, o in zip(self._names, box.acceleration_overridden,
                                                  strict=True) if o)
-        self._q_cmd = self._q_cmd + command * dt
+        # trapezoid: the joint covers (qd_prev + qd) dt / 2 moving from qd_prev to qd
+        self._q_cmd = self._q_cmd + 0.5 * (self._qd_prev + command) * dt
         self._qd_prev = command
         if exact:
             velocity = solution.velocity

@@ -50,6 +50,7 @@ from humanoid_balance.core.joint_limits import (
     arm_acceleration_limit,
 )
 from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.support import polygon_distance, polygon_edges
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
 #: Names of the six momentum rows, in the order of ``[P; L]``.
@@ -303,6 +304,9 @@ class BalanceIndicators:
 class ConvexPolygon:
     """A convex polygon (support polygon) with precomputed edges, for fast margins.
 
+    The margin is :mod:`humanoid_balance.core.support`'s (the one the nodes' polygon uses),
+    with the edges computed once here: the controller asks for a margin every cycle.
+
     Args:
         vertices: (N >= 3, 2) vertices [m], counter-clockwise.
 
@@ -316,54 +320,20 @@ class ConvexPolygon:
             raise ConfigurationError(
                 f"support polygon has shape {v.shape}, expected (N >= 3, 2) finite vertices [m]")
         edge = np.roll(v, -1, axis=0) - v
-        length = np.hypot(edge[:, 0], edge[:, 1])
-        if np.any(length <= 0):
+        if np.any(np.hypot(edge[:, 0], edge[:, 1]) <= 0):
             raise ConfigurationError("support polygon has repeated vertices")
-        # inward unit normals of a counter-clockwise polygon
-        self.normals = np.column_stack([-edge[:, 1], edge[:, 0]]) / length[:, None]
-        self.offsets = np.einsum("ij,ij->i", self.normals, v)
         cross = edge[:, 0] * np.roll(edge, -1, axis=0)[:, 1] - edge[:, 1] * np.roll(edge, -1, axis=0)[:, 0]
         if np.any(cross < -1e-12):
             raise ConfigurationError(
                 "support polygon must be convex and counter-clockwise; got vertices "
-                f"{v.tolist()} (use scipy.spatial.ConvexHull to order them)")
+                f"{v.tolist()} (humanoid_balance.core.support.convex_hull orders them)")
         self.vertices = v
-        self._edge_lines = [(float(n[0]), float(n[1]), float(o))
-                            for n, o in zip(self.normals, self.offsets, strict=True)]
-        self._edges = edge
-        self._length2 = length * length
+        self._listed = [(float(x), float(y)) for x, y in v.tolist()]
+        self._edges = polygon_edges(self._listed)
 
     def margin(self, point: np.ndarray) -> float:
         """Signed distance [m] from ``point`` (2,) to the edge: positive inside."""
-        px, py = float(point[0]), float(point[1])
-        inside = min(nx * px + ny * py - off for nx, ny, off in self._edge_lines)
-        if inside >= 0:
-            return inside
-        rel = point - self.vertices
-        t = np.clip(np.einsum("ij,ij->i", rel, self._edges) / self._length2, 0.0, 1.0)
-        nearest = self.vertices + t[:, None] * self._edges
-        return -float(np.min(np.hypot(*(point - nearest).T)))
-
-
-def support_polygon_from_frames(model: RobotModel, frames: Sequence[str] | None = None,
-                                q: np.ndarray | None = None) -> np.ndarray:
-    """Support polygon (N x 2, counter-clockwise) in ``W``: convex hull of contact frames.
-
-    Args:
-        model: the humanoid (fixed base, ``world_frame="W"``).
-        frames: contact-point frames; default the eight FSR points
-            ``{left,right}_fsr_{0..3}`` (where the soles touch the floor).
-        q: configuration (default neutral: the standing pose).
-    """
-    from scipy.spatial import ConvexHull
-
-    names = list(frames) if frames is not None else [
-        f"{side}_fsr_{i}" for side in ("left", "right") for i in range(4)]
-    cfg = model.neutral() if q is None else q
-    points = np.array([model.frame_transform(f, cfg)[:2, 3] for f in names])
-    w = model.frame_transform("W", cfg)[:2, 3]
-    hull = ConvexHull(points - w)
-    return np.asarray((points - w)[hull.vertices])  # scipy orders 2-D hulls counter-clockwise
+        return polygon_distance(float(point[0]), float(point[1]), self._listed, self._edges)
 
 
 def balance_indicators(
@@ -876,7 +846,9 @@ class RmcController:
             qd_job = joint_v.copy()
         else:
             qd_job = np.zeros(nj)
-        box = self._boxer(self._q_cmd, self._qd_prev, dt)
+        # the limits see the joints half a step of the last velocity ahead: the box's Euler
+        # q + qd dt then bounds the trapezoid below, q + (qd_prev + qd) dt / 2, when braking
+        box = self._boxer(self._q_cmd + 0.5 * self._qd_prev * dt, self._qd_prev, dt)
         lo_job, hi_job = box.lower[:nj], box.upper[:nj]
         lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
         # aux arm (eq. 6), for the job arm's unlimited velocities
@@ -915,7 +887,9 @@ class RmcController:
             com=com - self._w_point, support_polygon=self.support_polygon)
 
         # commit the cycle
-        self._q_cmd = self._q_cmd + qd * dt
+        # trapezoid: a joint moving within its acceleration limit from qd_prev to qd covers
+        # (qd_prev + qd) dt / 2; q += qd dt would land up to a dt^2 / 2 away from it
+        self._q_cmd = self._q_cmd + 0.5 * (self._qd_prev + qd) * dt
         self._qd_prev = qd
         self._h_prev_w = h_w
         self._posture_prev = posture

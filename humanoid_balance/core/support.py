@@ -59,7 +59,8 @@ import numpy as np
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
-__all__ = ["SIDES", "SupportPolygon", "contact_frame_names", "convex_hull", "signed_distance"]
+__all__ = ["SIDES", "SupportPolygon", "contact_frame_names", "convex_hull", "polygon_distance",
+           "polygon_edges", "signed_distance"]
 
 SIDES = ("left", "right")
 #: FSR pads per foot of the seed humanoid (``{side}_fsr_{0..3}`` in the URDF)
@@ -110,7 +111,7 @@ def convex_hull(points_xy: np.ndarray) -> np.ndarray:
     return np.array([listed[i] for i in vertices])
 
 
-def _edges(vertices: Sequence[tuple[float, float]]) -> list[tuple[float, float, float, float]]:
+def polygon_edges(vertices: Sequence[tuple[float, float]]) -> list[tuple[float, float, float, float]]:
     """(a_x, a_y, unit edge x, unit edge y) of each edge of a counter-clockwise polygon."""
     out = []
     for (ax, ay), (bx, by) in zip(vertices, [*vertices[1:], vertices[0]], strict=True):
@@ -119,8 +120,9 @@ def _edges(vertices: Sequence[tuple[float, float]]) -> list[tuple[float, float, 
     return out
 
 
-def _distance(x: float, y: float, vertices: Sequence[tuple[float, float]],
+def polygon_distance(x: float, y: float, vertices: Sequence[tuple[float, float]],
               edges: Sequence[tuple[float, float, float, float]]) -> float:
+    """Signed distance [m] from (x, y) to a CCW polygon with :func:`polygon_edges`' edges."""
     best = float("inf")
     for ax, ay, ux, uy in edges:
         signed = ux * (y - ay) - uy * (x - ax)  # inward normal of a CCW edge: turned left
@@ -147,7 +149,7 @@ def signed_distance(point_xy: np.ndarray | Sequence[float], vertices: np.ndarray
     if not (isfinite(x) and isfinite(y)):
         raise InvalidInputError(f"point ({x}, {y}): a margin needs a finite point")
     listed = [(float(a), float(b)) for a, b in np.asarray(vertices, dtype=float)[:, :2].tolist()]
-    return _distance(x, y, listed, _edges(listed))
+    return polygon_distance(x, y, listed, polygon_edges(listed))
 
 
 class SupportPolygon:
@@ -261,7 +263,7 @@ class SupportPolygon:
             raise InvalidInputError(
                 f"the {len(points)} contact points of {list(touching)} span no area: no support polygon")
         self._vertices = [points[i] for i in indices]
-        self._edge_list = _edges(self._vertices)
+        self._edge_list = polygon_edges(self._vertices)
         self.vertices = np.array(self._vertices)
         self._key = key
         return self.vertices
@@ -283,4 +285,4 @@ class SupportPolygon:
         x, y = float(point_xy[0]), float(point_xy[1])
         if not (isfinite(x) and isfinite(y)):
             raise InvalidInputError(f"point ({x}, {y}): a margin needs a finite point")
-        return _distance(x, y, self._vertices, self._edge_list)
+        return polygon_distance(x, y, self._vertices, self._edge_list)

@@ -698,12 +698,14 @@ def _strike_runs(model: Any, polygon: np.ndarray, settings: StrikeSettings) -> S
 def run_strike_experiment(settings: StrikeSettings) -> StrikeResults:
     """The whole strike experiment (a few minutes on one core)."""
     from humanoid_balance.core.model import RobotModel
-    from humanoid_balance.core.rmc import PAPER_SELECTION, RmcController, support_polygon_from_frames
+    from humanoid_balance.core.rmc import PAPER_SELECTION, RmcController
+    from humanoid_balance.core.support import SupportPolygon
     from humanoid_balance.resources import urdf_path
 
     started = time.perf_counter()
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
-    polygon = support_polygon_from_frames(model)
+    # the nodes' polygon: the hull of the FSR pads (the only contacts in the simulation)
+    polygon = SupportPolygon.from_model(model).update_at(model, model.neutral())
     rate, arm = float(settings.rate_hz), settings.job_arm
     runs = _strike_runs(model, polygon, settings)
     friction_limit = RmcController(model, selection=PAPER_SELECTION).friction_torque_limit

@@ -18,7 +18,6 @@ from humanoid_balance.core.rmc import (
     damping_squared,
     minimum_norm_least_squares,
     selection_matrix,
-    support_polygon_from_frames,
 )
 from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
@@ -381,7 +380,9 @@ def test_polygon_margin_is_signed() -> None:
 
 def test_support_polygon_covers_both_soles(model: RobotModel) -> None:
     """The FSR support polygon spans both feet (y from -0.25 to 0.25 m) and x of the pads."""
-    poly = support_polygon_from_frames(model)
+    from humanoid_balance.core.support import SupportPolygon
+
+    poly = SupportPolygon.from_model(model).update_at(model, model.neutral())
     assert np.min(poly[:, 1]) == pytest.approx(-0.25) and np.max(poly[:, 1]) == pytest.approx(0.25)
     assert np.max(np.abs(poly[:, 0])) == pytest.approx(0.09)
 
