@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from humanoid_balance.bag import BagError, bag_topics, deserialize, read_bag
+from humanoid_balance.core.support import OUTSIDE_POLYGON
 from humanoid_balance.results import metric
 
 #: s of rest before the strike whose mean position the peak shifts are measured from
@@ -74,9 +75,9 @@ def is_command_topic(topic: str) -> bool:
     return topic in COMMAND_TOPICS or topic.endswith(("/command", "/commands", "/joint_trajectory"))
 
 
-#: the text of zmp_estimator's ERROR when the measured ZMP leaves the support polygon: the robot
-#: is tipping (a balance fault), not a node failing
-BALANCE_FAULT = "outside the support polygon"
+#: zmp_estimator's ERROR when the measured ZMP leaves the support polygon: the robot is tipping
+#: (a balance fault), not a node failing
+BALANCE_FAULT = OUTSIDE_POLYGON
 
 @dataclass
 class Series:

@@ -63,6 +63,9 @@ __all__ = ["SIDES", "SupportPolygon", "contact_frame_names", "convex_hull", "pol
            "polygon_edges", "signed_distance"]
 
 SIDES = ("left", "right")
+#: the words of zmp_estimator's ERROR when the measured ZMP leaves the support polygon (the
+#: robot tipping, not a node failing; recorded runs tell the two apart by them)
+OUTSIDE_POLYGON = "outside the support polygon"
 #: FSR pads per foot of the seed humanoid (``{side}_fsr_{0..3}`` in the URDF)
 SEED_PADS = 4
 

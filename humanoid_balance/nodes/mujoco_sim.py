@@ -42,7 +42,8 @@ between two physics steps).
 
 Stopping: SIGINT and SIGTERM end the node with status 0, at any moment. While
 the process still imports, they exit it at once
-(:mod:`humanoid_balance.nodes.quiet_start`); from ``run_node`` on they only
+(:mod:`humanoid_balance.nodes.quiet_start`, installed by ``humanoid_balance.nodes`` for
+every node); from ``run_node`` on they only
 ask the spin loop to stop, and the node's :meth:`MujocoSimNode.stop` then ends
 the physics thread before anything is destroyed. The physics thread makes
 every rclpy call (publish, log) under one lock and only while not stopped;
@@ -55,11 +56,6 @@ quietly.
 """
 
 from __future__ import annotations
-
-# ruff: noqa: E402 (the signal handlers of the start-up come before the heavy imports)
-from humanoid_balance.nodes.quiet_start import exit_quietly_while_starting
-
-exit_quietly_while_starting(__name__, "mujoco_sim")
 
 import threading
 import time

@@ -72,6 +72,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from humanoid_balance import cdr
 from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.support import OUTSIDE_POLYGON
 from humanoid_balance.core.sync import SampleSet, SampleSynchronizer, StampedBuffer
 from humanoid_balance.core.zmp import (
     SIDES,
@@ -616,7 +617,7 @@ class ZmpEstimatorNode(Node):
         support = "double support" if len(touching) == 2 else f"single support on the {touching[0]} foot"
         assert out.margin is not None
         if out.margin < 0:
-            return ERROR, f"{support}, ZMP {1000 * -out.margin:.1f} mm outside the support polygon"
+            return ERROR, f"{support}, ZMP {1000 * -out.margin:.1f} mm {OUTSIDE_POLYGON}"
         return OK, f"{support}, margin {1000 * out.margin:.1f} mm"
 
     def publish_diagnostics(self) -> None:
