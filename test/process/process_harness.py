@@ -155,6 +155,16 @@ class Probe:
         assert self.spin_until(future.done, timeout), f"{name} did not answer within {timeout} s"
         return future.result()
 
+    def set_parameters(self, node: str, **values: Any) -> list[Any]:
+        """``ros2 param set /node name value`` for each value, in one call: the
+        SetParametersResults in order (names with dots: ``**{"can.channel": ...}``)."""
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        request = SetParameters.Request(parameters=[
+            Parameter(name, value=value).to_parameter_msg() for name, value in values.items()])
+        return list(self.call(SetParameters, f"/{node}/set_parameters", request).results)
+
     def close(self) -> None:
         """Destroy the node and shut the context down."""
         import rclpy

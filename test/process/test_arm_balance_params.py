@@ -103,12 +103,7 @@ class Rig:
 
     def set(self, **values: Any) -> list[Any]:
         """SetParameters on the node; the results."""
-        from rcl_interfaces.srv import SetParameters
-        from rclpy.parameter import Parameter
-
-        request = SetParameters.Request(parameters=[
-            Parameter(n, value=v).to_parameter_msg() for n, v in values.items()])
-        return list(self.probe.call(SetParameters, "/arm_balance/set_parameters", request).results)
+        return self.probe.set_parameters("arm_balance", **values)
 
     def job_velocity(self) -> float:
         """The last command's right shoulder pitch velocity [rad/s]."""

@@ -136,14 +136,10 @@ def test_inclinometer_rate_set_at_run_time_changes_the_period(probe: Probe,
     time instead of 10 ms; set back to 100 Hz afterwards."""
     import statistics
 
-    from rcl_interfaces.srv import SetParameters
-    from rclpy.parameter import Parameter
     from sensor_msgs.msg import Imu
 
     def set_rate(hz: float) -> None:
-        request = SetParameters.Request(parameters=[
-            Parameter("inclinometer_rate", value=hz).to_parameter_msg()])
-        result = probe.call(SetParameters, "/mujoco_sim/set_parameters", request).results[0]
+        result = probe.set_parameters("mujoco_sim", inclinometer_rate=hz)[0]
         assert result.successful, result.reason
 
     def median_period_ms() -> float:

@@ -24,8 +24,6 @@ def test_lock_step_timeout_set_at_run_time_paces_a_silent_lock_step(
     per lock_step_timeout: set over DDS from 1 s to 0.05 s, its clock runs about 20x faster."""
     import time
 
-    from rcl_interfaces.srv import SetParameters
-    from rclpy.parameter import Parameter
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
 
@@ -49,9 +47,7 @@ def test_lock_step_timeout_set_at_run_time_paces_a_silent_lock_step(
             return (_ns(clock.last.clock) - t0) / 2e6 / (time.monotonic() - w0)
 
         slow = periods_per_s(2.0)
-        request = SetParameters.Request(parameters=[
-            Parameter("lock_step_timeout", value=0.05).to_parameter_msg()])
-        result = probe.call(SetParameters, "/mujoco_sim/set_parameters", request).results[0]
+        result = probe.set_parameters("mujoco_sim", lock_step_timeout=0.05)[0]
         assert result.successful, result.reason
         probe.spin(0.3)
         fast = periods_per_s(2.0)

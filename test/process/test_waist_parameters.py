@@ -42,12 +42,8 @@ def waist(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def set_parameter(probe: Probe, name: str, value: Any) -> Any:
-    """``ros2 param set /waist_controller name value``: the SetParametersResult."""
-    from rcl_interfaces.srv import SetParameters
-    from rclpy.parameter import Parameter
-
-    request = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
-    return probe.call(SetParameters, f"/{NODE}/set_parameters", request).results[0]
+    """``ros2 param set /NODE name value``: the SetParametersResult."""
+    return probe.set_parameters(NODE, **{name: value})[0]
 
 
 def set_ok(probe: Probe, name: str, value: Any) -> None:

@@ -49,12 +49,8 @@ def feet(probe: Probe, zmp: RunningNode) -> Iterator[Feet]:
 
 
 def set_parameter(probe: Probe, name: str, value: Any) -> Any:
-    """``ros2 param set /zmp_estimator name value``: the SetParametersResult."""
-    from rcl_interfaces.srv import SetParameters
-    from rclpy.parameter import Parameter
-
-    request = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
-    return probe.call(SetParameters, f"/{NODE}/set_parameters", request).results[0]
+    """``ros2 param set /NODE name value``: the SetParametersResult."""
+    return probe.set_parameters(NODE, **{name: value})[0]
 
 
 def set_ok(probe: Probe, name: str, value: Any) -> None:
