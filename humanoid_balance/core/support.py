@@ -76,7 +76,12 @@ def contact_frame_names(side: str, count: int = SEED_PADS) -> tuple[str, ...]:
 
 
 def _hull_indices(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the convex hull, counter-clockwise (Andrew's monotone chain), collinear out."""
+    """Indices of the convex hull, counter-clockwise (Andrew's monotone chain), collinear out.
+
+    Not scipy's ``ConvexHull``: the estimator builds the polygon per sample at 1 kHz, and on
+    the 8 pad points scipy took 45 us against this loop's 6.6 us (measured with timeit on
+    this machine); Qhull also needs a fallback for the collinear points of one foot.
+    """
     order = sorted(range(len(points)), key=lambda i: points[i])
 
     def cross(o: int, a: int, b: int) -> float:
