@@ -169,7 +169,8 @@ class GroundArmController(RmcController):
     def model_zmp(self, out: RmcOutput) -> np.ndarray | None:
         """The model ZMP [m] in ``W``, or None when the feet would lift off."""
         zmp = out.indicators.model_zmp
-        return None if not np.all(np.isfinite(zmp)) else np.asarray(zmp[:2], dtype=float)
+        x, y = float(zmp[0]), float(zmp[1])  # (math on two floats: this runs every cycle)
+        return np.array([x, y]) if math.isfinite(x) and math.isfinite(y) else None
 
     def report(self, out: RmcOutput) -> ArmReport:
         """Balance indicators, exactness and saturations; a warning when limits or balance bite."""

@@ -353,7 +353,7 @@ def balance_indicators(
             counter-clockwise), or None.
     """
     g_force = mass * gravity
-    dpx, dpy, dpz, dlx, dly, dlz = (float(x) for x in momentum_rate)
+    dpx, dpy, dpz, dlx, dly, dlz = np.asarray(momentum_rate, dtype=float).tolist()
     normal = g_force + dpz
     if normal > 0:
         shift = np.array([-dly / normal, dlx / normal])
@@ -599,6 +599,7 @@ class RmcController:
         self._gravity = model.gravity
         self._moving_share = (self._mass - self._welded_mass) / self._mass
         self._welded_part = self._welded_mass * self._welded_lever / self._mass
+        self._skew = np.zeros((3, 3))
         for label, value, unit in (("posture_speed", posture_speed, "rad/s"),
                                    ("posture_acceleration", posture_acceleration, "rad/s^2")):
             if not math.isfinite(value) or value <= 0:
@@ -690,17 +691,22 @@ class RmcController:
         Zeros when the task is off (no posture, gain 0, or balance disabled); the
         change from the last cycle's ``v_p`` is clipped to ``posture_acceleration dt``.
         """
+        # (method calls, no np.clip: this runs every cycle on 7-vectors)
         n = len(self._aux_names)
-        v = np.zeros(n)
+        prev = self._posture_prev if self._posture_prev.shape == (n,) else np.zeros(n)
         if (self._posture_target is not None and self.posture_gain > 0
                 and self._q_cmd is not None and self.balance_enabled):
             v = self.posture_gain * (self._posture_target - self._q_cmd[self._n_job:])
-            peak = float(np.max(np.abs(v)))
+            peak = float(np.abs(v).max())
             if peak > self.posture_speed:
                 v *= self.posture_speed / peak
+        else:
+            v = np.zeros(n)
         step = self.posture_acceleration * dt
-        prev = self._posture_prev if self._posture_prev.shape == (n,) else np.zeros(n)
-        return np.asarray(prev + np.clip(v - prev, -step, step))
+        change = v - prev
+        np.minimum(change, step, out=change)
+        np.maximum(change, -step, out=change)
+        return prev + change
 
     def set_job_arm(self, job_arm: str) -> None:
         """Swap the job and aux arms (call between cycles); the commanded state is kept."""
@@ -793,8 +799,10 @@ class RmcController:
         arm = ag[:, self._arm_v]
         c_moving = self.model.data.com[0]
         com = self._moving_share * c_moving + self._welded_part
-        rx, ry, rz = (float(x) for x in c_moving - self._w_point)
-        skew = np.array([[0.0, -rz, ry], [rz, 0.0, -rx], [-ry, rx, 0.0]])
+        rx, ry, rz = (c_moving - self._w_point).tolist()
+        skew = self._skew  # [r]x, filled in place (no new 3 x 3 array each cycle)
+        skew[0, 1], skew[0, 2], skew[1, 0] = -rz, ry, rz
+        skew[1, 2], skew[2, 0], skew[2, 1] = -rx, -ry, rx
         a_w = arm.copy()
         a_w[3:6] += skew @ arm[0:3]
         return a_w, arm, com
