@@ -14,7 +14,11 @@
    - ``arm_balance``: ``/joint_states`` at 500 Hz, one control cycle per message
      (``trigger: joint_states``, as in the simulation graph), activated.
    - ``waist_controller``: the 500 Hz servo against the drives simulated in its
-     own process (``simulated_drives``), ``/waist/inclinometer`` at 1 kHz, activated.
+     own process (``simulated_drives``), ``/waist/inclinometer`` at 100 Hz (``mujoco_sim``'s
+     ``inclinometer_rate``), activated. Its CPU is also split by thread
+     (``/proc/<pid>/task``: the executor, the ``waist-servo`` thread, which steps the
+     simulated drives too, and the rest): ``waist_controller_cpu_pct_by_thread``, and
+     ``waist_controller_ros_side_echo_ratio``, the ROS side (all but the servo) over the echo.
    - ``mujoco_sim``: physics and every sensor published at 1 kHz in real time,
      ``/arm_balance/command`` at 500 Hz in.
 
@@ -30,7 +34,8 @@
    physics of ``mujoco_sim``.
 
 3. ``graph_real_time_factor``: ``graph.sim_graph(lock_step=False)``, every node
-   its own process, free-running at real-time factor 1; simulated seconds over
+   its own process, free-running at real-time factor 1 (sensors at 1 kHz, ``/clock``
+   at ``graph.FREE_RUNNING_CLOCK_RATE_HZ``); simulated seconds over
    wall seconds from ``/clock`` over the window, and each process's CPU. With
    the strike: ``humanoid-balance demo --free-running --real-time-factor 1``
    as a subprocess, its ``demo.json`` read (``demo_*``), when the demo has that
@@ -65,6 +70,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from humanoid_balance.graph import FREE_RUNNING_CLOCK_RATE_HZ
 from humanoid_balance.ros_env import use_loopback_dds
 
 HERE = Path(__file__).resolve()
@@ -177,15 +183,18 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "mujoco_sim",
         feeds=(Feed("/arm_balance/command", JS, 500.0),),
         outputs=(*(Output(t, ty, source="thread", rate_hz=1000.0) for t, ty in (
-            ("/clock", "rosgraph_msgs/msg/Clock"), ("/joint_states", JS), ("/sim/com", POINT),
+            ("/joint_states", JS), ("/sim/com", POINT),
             ("/sim/base_pose", "geometry_msgs/msg/PoseStamped"), ("/left_foot/ft", WRENCH),
             ("/right_foot/ft", WRENCH), ("/left_foot/fsr", "std_msgs/msg/Float64MultiArray"),
             ("/right_foot/fsr", "std_msgs/msg/Float64MultiArray"), ("/sim/cop", POINT))),
                  Output("/waist/inclinometer", "sensor_msgs/msg/Imu", source="thread", every=10,
                         rate_hz=1000.0),  # inclinometer_rate 100 Hz
+                 # the free-running graph's clock_rate (graph.FREE_RUNNING_CLOCK_RATE_HZ)
+                 Output("/clock", "rosgraph_msgs/msg/Clock", source="thread",
+                        every=round(1000.0 / FREE_RUNNING_CLOCK_RATE_HZ), rate_hz=1000.0),
                  Output("/diagnostics", DIAG, source="timer", rate_hz=1.0)),
         extra_inputs=(("/joint_commands", JS), ("/waist/joint_states", JS)),
-        check_topic="/clock", check_rate_hz=1000.0,
+        check_topic="/joint_states", check_rate_hz=1000.0,
         note="the echo has no physics: the ratio includes the MuJoCo step"),
 )}
 
@@ -456,6 +465,37 @@ class CpuWindow:
         return self.percent
 
 
+#: a node process's threads by OS name (``humanoid_balance.threads.name_os_thread``); the
+#: main thread (tid = pid) runs the executor; every other thread (DDS, logging) is "other"
+THREAD_ROLES = {"waist-servo": "servo", "simulated-waist": "simulated drives"}
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """Each live thread of process ``pid``: tid -> (role, user + system CPU so far, s)."""
+    threads: dict[int, tuple[str, float]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+            text = (task / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        tid = int(task.name)
+        role = "executor" if tid == pid else THREAD_ROLES.get(comm, "other")
+        threads[tid] = (role, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return threads
+
+
+def thread_cpu_pct(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+                   wall_s: float) -> dict[str, float]:
+    """CPU % of one core by role between two :func:`thread_cpu_seconds` (threads that ended
+    in between are missing: the process's total stays the reference)."""
+    split = {"executor": 0.0, "servo": 0.0, "simulated drives": 0.0, "other": 0.0}
+    for tid, (role, seconds) in after.items():
+        split[role] += 100.0 * (seconds - before.get(tid, (role, 0.0))[1]) / wall_s
+    return split
+
+
 class EchoProcess:
     """``python benchmarks/graph.py --echo NAME`` as a process, output to ``log_path``."""
 
@@ -580,6 +620,7 @@ class Measurement:
     problem: str = ""
     topics: set[str] = field(default_factory=set)
     rates_hz: dict[str, float] = field(default_factory=dict)
+    threads_pct: dict[str, float] = field(default_factory=dict)  # thread_cpu_pct
 
     @property
     def us_per_output(self) -> float:
@@ -629,11 +670,13 @@ def measure(context: Any, scenario: Scenario, kind: str, seconds: float, logs: P
         window = CpuWindow({"process": process.pid})
         before = dict(feeder.counts)
         published = feeder.published
+        threads = thread_cpu_seconds(process.pid)
         window.start()
         t0 = time.monotonic()
         feeder.feed(seconds)
         cpu = window.stop()["process"]
         elapsed = time.monotonic() - t0
+        threads_pct = thread_cpu_pct(threads, thread_cpu_seconds(process.pid), elapsed)
         rates = {t: (feeder.counts[t] - before[t]) / elapsed for t in feeder.counts}
         fed = (feeder.published - published) / elapsed
         # stopped while fed: the exit is checked at full rate, as a user stops a running graph
@@ -642,7 +685,8 @@ def measure(context: Any, scenario: Scenario, kind: str, seconds: float, logs: P
         stopping.start()
         feeder.feed(5.0, until=lambda: not stopping.is_alive())
         stopping.join()
-        return Measurement(cpu, rates[check], stopped[0], fed, topics=topics, rates_hz=rates)
+        return Measurement(cpu, rates[check], stopped[0], fed, topics=topics, rates_hz=rates,
+                           threads_pct=threads_pct)
     finally:
         if process is not None and process.alive():
             stop_process(process)
@@ -757,6 +801,27 @@ def _ratios(pairs: Sequence[tuple[float, float]]) -> list[float]:
     return [a / b for a, b in pairs if not (math.isnan(a) or math.isnan(b)) and b > 0]
 
 
+def waist_thread_metrics(metrics: dict[str, dict[str, Any]], nodes: Sequence[Measurement],
+                         echoes: Sequence[Measurement]) -> None:
+    """``waist_controller_cpu_pct_by_thread`` (medians over the rounds) and the ratio of its
+    ROS side (everything but the servo and the simulated drives) to the echo."""
+    from humanoid_balance.results import metric
+
+    roles = ("executor", "servo", "simulated drives", "other")
+    split = {r: _median([m.threads_pct.get(r, math.nan) for m in nodes]) for r in roles}
+    # the node steps its simulated drives in the servo thread (lock-step): a "simulated
+    # drives" thread only exists where SimulatedWaist.start_realtime runs them
+    metrics["waist_controller_cpu_pct_by_thread"] = metric(
+        ", ".join(f"{r} {v}" for r, v in split.items()), "% of a core")
+    ros_side = [(n.cpu_pct - n.threads_pct.get("servo", math.nan)
+                 - n.threads_pct.get("simulated drives", math.nan), e.cpu_pct)
+                for n, e in zip(nodes, echoes, strict=True)]
+    metrics["waist_controller_ros_side_cpu_pct"] = metric(
+        _median([n for n, _ in ros_side]), "% of a core", better="lower")
+    metrics["waist_controller_ros_side_echo_ratio"] = metric(
+        _median(_ratios(ros_side), 2), "x", target=1.5, better="lower")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="measured window, s (default 5)")
@@ -819,6 +884,8 @@ def main() -> int:
                 _median([m.us_per_output for m in runs["echo"]], 0), "us")
             metrics[f"{name}_echo_ratio_per_sample"] = metric(_median(sample_ratios, 2), "x",
                                                               target=1.5, better="lower")
+            if name == "waist_controller":  # the servo and the drives are no ROS traffic
+                waist_thread_metrics(metrics, runs["node"], runs["echo"])
             rate = _median([m.check_rate_hz for m in runs["node"]])
             metrics[f"{name}_output_rate_hz"] = metric(rate, "Hz", target=scenario.check_rate_hz,
                                                        better="higher")

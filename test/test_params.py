@@ -110,3 +110,13 @@ def test_arm_balance_posture_defaults_are_the_controllers() -> None:
     assert (spec["aux_posture_gain"].default, spec["aux_posture_speed"].default,
             spec["aux_posture_acceleration"].default) == (
         rmc.POSTURE_GAIN, rmc.POSTURE_SPEED, rmc.POSTURE_ACCELERATION)
+
+
+def test_mujoco_sim_clock_rate_is_refused_in_lock_step_and_above_the_sensor_rate() -> None:
+    """clock_rate > 0 with lock_step, or above publish_rate, is refused with the reason."""
+    from humanoid_balance.params.mujoco_sim import SPEC as SIM
+
+    base = SIM.defaults()
+    assert SIM.cross_check({**base, "clock_rate": 100.0}) is None
+    assert "lock-step" in SIM.cross_check({**base, "clock_rate": 100.0, "lock_step": True})
+    assert "exceeds publish_rate" in SIM.cross_check({**base, "clock_rate": 2000.0})

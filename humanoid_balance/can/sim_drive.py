@@ -57,11 +57,14 @@ from humanoid_balance.can.protocol import (
 )
 from humanoid_balance.core.waist_kinematics import DifferentialWaist
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+from humanoid_balance.threads import name_os_thread
 
 if TYPE_CHECKING:
     from humanoid_balance.core.model import RobotModel
 
 FloatArray = NDArray[np.float64]
+#: the real-time thread's name, Python's and the OS's (``/proc/<pid>/task/<tid>/comm``)
+SIMULATED_DRIVES_THREAD_NAME = "simulated-waist"
 GRAVITY = 9.81
 
 
@@ -130,9 +133,13 @@ class TorsoLoad:
 
     def gravity_torque(self, q: FloatArray) -> FloatArray:
         """Joint torque of gravity ``[pitch, roll]`` at joint angles ``q``, N m."""
-        q1, q2 = float(q[0]), float(q[1])
+        return np.array(self.gravity_torque_at(float(q[0]), float(q[1])))
+
+    def gravity_torque_at(self, pitch_rad: float, roll_rad: float) -> tuple[float, float]:
+        """:meth:`gravity_torque` on plain floats ``(pitch, roll)`` rad -> N m."""
         mgh = self.mass_kg * GRAVITY * self.com_height_m
-        return np.array([mgh * math.sin(q1) * math.cos(q2), mgh * math.cos(q1) * math.sin(q2)])
+        return (mgh * math.sin(pitch_rad) * math.cos(roll_rad),
+                mgh * math.cos(pitch_rad) * math.sin(roll_rad))
 
 
 def upper_body_load(model: RobotModel, joint: str = "waist_pitch") -> TorsoLoad:
@@ -282,6 +289,9 @@ class SimulatedWaist:
         j_qw = self.waist.j_qw
         self._mass = (self.params.rotor_inertia_kg_m2 * np.eye(2)
                       + j_qw.T @ np.diag(np.asarray(inertia, dtype=float)) @ j_qw)
+        #: the same two matrices as floats, for the sub-steps
+        self._mass_inv = tuple(tuple(float(v) for v in row) for row in np.linalg.inv(self._mass))
+        self._j_qw = tuple(tuple(float(v) for v in row) for row in j_qw)
         self.protocol = WaistProtocol(self.params.counts_per_rev)
         #: the virtual channel (when this object opened the bus)
         self.channel = channel
@@ -398,9 +408,7 @@ class SimulatedWaist:
         with self._lock:
             n = max(1, math.ceil(dt / self.substep_s - 1e-9))
             h = dt / n
-            for _ in range(n):
-                self._integrate(h)
-                self.time_s += h
+            self._integrate(h, n)
             for drive in self.drives:
                 was = drive.fault_code
                 drive.check_watchdog(self.time_s)
@@ -417,6 +425,7 @@ class SimulatedWaist:
         self._stop.clear()
 
         def _run() -> None:
+            name_os_thread(SIMULATED_DRIVES_THREAD_NAME)
             last = time.monotonic()
             deadline = last
             while not self._stop.is_set():
@@ -430,7 +439,8 @@ class SimulatedWaist:
                 self.step(min(max(now - last, 1e-6), 2.0 * period_s))
                 last = now
 
-        self._thread = threading.Thread(target=_run, name="simulated-waist", daemon=True)
+        self._thread = threading.Thread(target=_run, name=SIMULATED_DRIVES_THREAD_NAME,
+                                        daemon=True)
         self._thread.start()
 
     def stop_realtime(self) -> None:
@@ -512,32 +522,59 @@ class SimulatedWaist:
         for msg in msgs:
             self._send(msg)
 
-    def _integrate(self, h: float) -> None:
+    def _integrate(self, h: float, steps: int) -> None:
+        """``steps`` sub-steps of ``h`` s (``time_s`` advances with them).
+
+        Plain floats: numpy on 2-vectors costs more in call overhead than in arithmetic.
+        """
         p = self.params
         k = p.current_loop_gain
         decay = math.exp(-(1.0 + k) * h / p.electrical_time_constant_s)
-        for idx, drive in enumerate(self.drives):
-            if drive.enabled:
-                i_ref = drive.current_reference(float(self.theta[idx]), float(self.omega[idx]))
-                i_inf = (k * i_ref - p.torque_constant_nm_a / p.resistance_ohm
-                         * self.omega[idx]) / (1.0 + k)
-                i_new = i_inf + (self.current[idx] - i_inf) * decay
-                self.current[idx] = min(max(i_new, -p.current_limit_a), p.current_limit_a)
+        lim = p.current_limit_a
+        back_emf = p.torque_constant_nm_a / p.resistance_ohm
+        kt, b = p.torque_constant_nm_a, p.viscous_friction_nm_s
+        (j00, j01), (j10, j11) = self._j_qw
+        (m00, m01), (m10, m11) = self._mass_inv
+        torso = self.torso
+        drives = self.drives
+        theta = [float(self.theta[0]), float(self.theta[1])]
+        omega = [float(self.omega[0]), float(self.omega[1])]
+        current = [float(self.current[0]), float(self.current[1])]
+        external = (float(self.external_joint_torque[0]), float(self.external_joint_torque[1]))
+        for _ in range(steps):
+            for idx in (0, 1):
+                drive = drives[idx]
+                if drive.enabled:
+                    i_ref = drive.current_reference(theta[idx], omega[idx])
+                    i_inf = (k * i_ref - back_emf * omega[idx]) / (1.0 + k)
+                    i_new = i_inf + (current[idx] - i_inf) * decay
+                    current[idx] = min(max(i_new, -lim), lim)
+                else:
+                    current[idx] = 0.0  # output stage off
+            tq0, tq1 = external
+            if torso is not None:
+                g0, g1 = torso.gravity_torque_at(j00 * theta[0] + j01 * theta[1],
+                                                 j10 * theta[0] + j11 * theta[1])
+                tq0 += g0
+                tq1 += g1
+            tau0 = kt * current[0] - b * omega[0] + (j00 * tq0 + j10 * tq1)
+            tau1 = kt * current[1] - b * omega[1] + (j01 * tq0 + j11 * tq1)
+            braked = [i for i in (0, 1) if drives[i].brake_engaged(self.time_s)]
+            if braked:
+                self.omega = np.array(omega)  # _accelerations reads the speeds
+                acc = self._accelerations(np.array([tau0, tau1]), braked, p.brake_torque_nm, h)
+                a0, a1 = float(acc[0]), float(acc[1])
             else:
-                self.current[idx] = 0.0  # output stage off
-        q = self.waist.joint_from_motor(self.theta)
-        tau_q = self.external_joint_torque.copy()
-        if self.torso is not None:
-            tau_q += self.torso.gravity_torque(q)
-        tau = (p.torque_constant_nm_a * self.current - p.viscous_friction_nm_s * self.omega
-               + self.waist.j_qw.T @ tau_q)
-        braked = [i for i, d in enumerate(self.drives) if d.brake_engaged(self.time_s)]
-        acc = self._accelerations(tau, braked, p.brake_torque_nm, h)
-        self.omega = self.omega + acc * h
-        for i in braked:
-            if abs(self.omega[i]) < 1e-9:
-                self.omega[i] = 0.0
-        self.theta = self.theta + self.omega * h
+                a0, a1 = m00 * tau0 + m01 * tau1, m10 * tau0 + m11 * tau1
+            omega = [omega[0] + a0 * h, omega[1] + a1 * h]
+            for i in braked:
+                if abs(omega[i]) < 1e-9:
+                    omega[i] = 0.0
+            theta = [theta[0] + omega[0] * h, theta[1] + omega[1] * h]
+            self.time_s += h
+        self.current = np.array(current)
+        self.omega = np.array(omega)
+        self.theta = np.array(theta)
 
     def _accelerations(self, tau: FloatArray, braked: list[int], capacity: float,
                        h: float) -> FloatArray:

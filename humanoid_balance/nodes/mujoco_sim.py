@@ -89,8 +89,7 @@ from humanoid_balance.nodes.common import (
     diagnostic_array,
     diagnostic_status,
     run_node,
-    seconds_stamp,
-    stamp_ns,
+    stamp_msg,
 )
 from humanoid_balance.params.mujoco_sim import MODELS, SPEC
 from humanoid_balance.params.ros import NodeParameters
@@ -110,6 +109,9 @@ STARTUP_REPUBLISH_S = 0.1
 #: every period), with 50 ms 0.98, the same as free-running (2-core machine, shared: noisy)
 LOCK_STEP_SLACK_S = 0.05
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
+#: s: the physics thread paces with time.sleep up to this long (stop() waits it out), with
+#: the stop event beyond
+SHORT_SLEEP_S = 0.02
 #: s :meth:`MujocoSimNode.stop` waits for the physics thread (a step and a publish take ~1 ms)
 JOIN_TIMEOUT_S = 1.0
 #: why a read-only parameter is refused once the node runs (after its name)
@@ -192,6 +194,7 @@ class MujocoSimNode(Node):
         rate = float(p["publish_rate"])
         self.publish_every = max(1, round(1.0 / (rate * self.sim.timestep))) if rate > 0 else 1
         self.inclinometer_every = self._sample_every(p["inclinometer_rate"])
+        self.clock_every = self._sample_every(p["clock_rate"])
         #: steps between two /tf messages (0: none)
         self.tf_every = self._sample_every(p["tf_rate"]) if p["tf_rate"] > 0 else 0
         self.duration = float(p["duration"])
@@ -225,14 +228,19 @@ class MujocoSimNode(Node):
                 f"ros-<distro>-tf2-msgs, not from PyPI), so nothing gives world -> "
                 f"{self.sim.root_body} to rviz; the base pose is {where}")
         self._lock = threading.Lock()
-        self._pending: list[tuple[list[str], np.ndarray | None, np.ndarray | None]] = []
+        self._pending: list[tuple[tuple[str, ...], np.ndarray | None, np.ndarray | None]] = []
         self.commands_applied = 0
         self.commands_rejected = 0
         #: why the newest rejected command was rejected ("" : none yet)
         self.last_rejection = ""
         command_topics = [str(t) for t in p["command_topics"] if t]
+        #: command names already checked (the tuple a reader returns while the names repeat) ->
+        #: the names the model does not have
+        self._unknown_names: dict[tuple[str, ...], list[str]] = {}
         for topic in command_topics:
-            self.create_subscription(JointState, topic, self._command_callback(topic), qos)
+            # raw: read with humanoid_balance.cdr, no rclpy message built per command
+            self.create_subscription(JointState, topic, self._command_callback(topic), qos,
+                                     raw=True)
         if self.gate is not None:
             for lock_topic in lock_topics:
                 if lock_topic.topic in command_topics:
@@ -268,7 +276,7 @@ class MujocoSimNode(Node):
             f"simulating {model} ({len(self.sim.joint_names)} joints), gravity "
             f"{-self.sim.model.opt.gravity[2]:.3f} m/s^2, dt {self.sim.timestep} s, "
             f"real-time factor {self.real_time_factor or 'max'}, publishing every "
-            f"{self.publish_every} step(s), {lock}, command timeout "
+            f"{self.publish_every} step(s) (/clock every {self.clock_every}), {lock}, command timeout "
             f"{self.timeout.timeout_s:g} s")
         self._started = True
         self._thread.start()
@@ -301,15 +309,21 @@ class MujocoSimNode(Node):
         self._log("info", "parameters changed: " + ", ".join(
             f"{name}={value!r}" for name, value in changes.items()))
 
-    def _command_callback(self, topic: str) -> Callable[[JointState], None]:
-        """The callback of command topic ``topic`` (also the lock-step answer when it is one)."""
+    def _command_callback(self, topic: str) -> Callable[[bytes], None]:
+        """The raw callback of command topic ``topic`` (also the lock-step answer when it is one)."""
         answers = self.gate is not None and topic in self.gate.topics
+        reader = cdr.JointStateReader()  # one per topic: it caches that publisher's names
 
-        def on_command(msg: JointState) -> None:
+        def on_command(data: bytes) -> None:
+            try:
+                msg = reader.read(data)
+            except HumanoidBalanceError as exc:
+                self._reject(f"a command on {topic} is not a readable JointState ({exc})")
+                return
             self._on_command(msg)
             if answers:
                 assert self.gate is not None
-                self.gate.deliver(topic, stamp_ns(msg.header.stamp))
+                self.gate.deliver(topic, msg.stamp_ns)
 
         return on_command
 
@@ -327,17 +341,22 @@ class MujocoSimNode(Node):
 
         return on_answer
 
-    def _on_command(self, msg: JointState) -> None:
-        names = list(msg.name)
-        position = np.asarray(msg.position, dtype=float) if len(msg.position) else None
-        velocity = np.asarray(msg.velocity, dtype=float) if len(msg.velocity) else None
+    def _on_command(self, msg: cdr.JointStateSample) -> None:
+        names = msg.names
+        # copies: the reader's arrays are views of the message's bytes
+        position = msg.position.copy() if len(msg.position) else None
+        velocity = msg.velocity.copy() if len(msg.velocity) else None
         problem = None
         if not names:
             problem = "a command names no joint"
         elif position is None and velocity is None:
             problem = "a command has neither position nor velocity"
         else:
-            unknown = [n for n in names if n not in self.sim.joint_names]
+            unknown = self._unknown_names.get(names)
+            if unknown is None:
+                unknown = [n for n in names if n not in self.sim.joint_names]
+                if len(self._unknown_names) < 64:  # a few publishers' name lists
+                    self._unknown_names[names] = unknown
             if unknown:
                 problem = f"a command names joints the model does not have: {unknown}"
             for label, values in (("position", position), ("velocity", velocity)):
@@ -345,15 +364,19 @@ class MujocoSimNode(Node):
                     if values.shape != (len(names),):
                         problem = (f"a command has {values.size} {label} values "
                                    f"for {len(names)} names")
-                    elif not np.all(np.isfinite(values)):
+                    elif not np.isfinite(values).all():
                         problem = f"a command has a non-finite {label}"
         if problem is not None:
-            self.commands_rejected += 1
-            self.last_rejection = problem
-            self.get_logger().warning(f"{problem}: command ignored", throttle_duration_sec=1.0)
+            self._reject(problem)
             return
         with self._lock:
             self._pending.append((names, position, velocity))
+
+    def _reject(self, problem: str) -> None:
+        """Count and (rate-limited) log a command ignored because of ``problem``."""
+        self.commands_rejected += 1
+        self.last_rejection = problem
+        self.get_logger().warning(f"{problem}: command ignored", throttle_duration_sec=1.0)
 
     # --- physics thread -------------------------------------------------------------
 
@@ -409,10 +432,19 @@ class MujocoSimNode(Node):
 
     def _publish_or_stop(self) -> int | None:
         """Publish the sensors; their stamp, ns, or None when the node is stopping."""
-        stamp = seconds_stamp(self.sim.time)
-        if not self._ros(lambda: self._publish(stamp)):
-            return None
-        return stamp_ns(stamp)
+        # the time rounded to the ns, as nodes.common.seconds_stamp (1.9999999999 s is 2 s)
+        ns = round(self.sim.time * 1e9)
+        with self._rclpy_lock:  # what _ros does, without a closure per step
+            if not self._running():
+                return None
+            try:
+                self._publish(ns)
+            except Exception as exc:
+                if self._running() and not shut_down_by(self, exc):
+                    raise
+                self._stop.set()
+                return None
+        return ns
 
     def _wait_for_start(self) -> bool:
         """Lock-step: republish the t = 0 state until every lock-step topic answered once.
@@ -444,6 +476,8 @@ class MujocoSimNode(Node):
         return False
 
     def _apply_pending(self) -> None:
+        if not self._pending:  # most steps (a racing append is taken the next step)
+            return
         with self._lock:
             pending, self._pending = self._pending, []
         for names, position, velocity in pending:
@@ -497,34 +531,43 @@ class MujocoSimNode(Node):
             if rtf > 0:
                 ahead = (sim.time - pace_t0) / rtf - (time.perf_counter() - wall0)
                 if ahead > 0.0005:
-                    self._stop.wait(ahead)
+                    # a plain sleep for the usual < 1 ms (Event.wait allocates a lock per call);
+                    # a long wait stays interruptible by stop()
+                    if ahead <= SHORT_SLEEP_S:
+                        time.sleep(ahead)
+                    else:
+                        self._stop.wait(ahead)
                 elif ahead < -behind_limit:  # behind: do not try to catch up
                     wall0 = time.perf_counter() - (sim.time - pace_t0) / rtf
 
-    def _publish(self, stamp: TimeMsg) -> None:
-        ns = stamp.sec * 1_000_000_000 + stamp.nanosec
-        self.pub_clock.publish(cdr.clock_message(ns))
-        js = self.sim.joint_state()
+    def _publish(self, ns: int) -> None:
+        """Publish the sensors (CDR bytes) stamped ``ns`` [ns]."""
+        sim = self.sim
+        step = round(sim.time / sim.timestep)  # the step's index, for the sampled topics
+        if step % self.clock_every == 0:
+            self.pub_clock.publish(cdr.clock_message(ns))
+        js = sim.joint_state()
         self.pub_joints.publish(self._raw_joints.write(ns, js.position, js.velocity, js.effort))
-        com = self.sim.com()
-        self.pub_com.publish(self._raw_point.write(ns, float(com[0]), float(com[1]), float(com[2])))
+        x, y, z = sim.com().tolist()
+        self.pub_com.publish(self._raw_point.write(ns, x, y, z))
         if self.pub_base is not None:
-            position, quaternion = self.sim.base_pose()
+            position, quaternion = sim.base_pose()
             self.pub_base.publish(self._raw_base.write(ns, (*position, *quaternion)))
-        if self.pub_tf is not None and round(self.sim.time / self.sim.timestep) % self.tf_every == 0:
-            self.pub_tf.publish(self._tf(stamp))
-        sim = self.humanoid
-        if sim is None:
+        if self.pub_tf is not None and step % self.tf_every == 0:
+            self.pub_tf.publish(self._tf(stamp_msg(ns)))
+        humanoid = self.humanoid
+        if humanoid is None:
             return
         for side in SIDES:
-            force, torque = sim.foot_wrench(side)
+            force, torque = humanoid.foot_wrench(side)
             self.pub_ft[side].publish(self._raw_ft[side].write(ns, (*force, *torque)))
-            self.pub_fsr[side].publish(cdr.float64_multi_array_message(sim.fsr_forces(side)))
-        if round(sim.time / sim.timestep) % self.inclinometer_every == 0:
-            self.pub_imu.publish(self._raw_imu.write(ns, sim.inclinometer_quaternion_xyzw()))
-        cop = sim.cop()
+            self.pub_fsr[side].publish(cdr.float64_multi_array_message(humanoid.fsr_forces(side)))
+        if step % self.inclinometer_every == 0:
+            self.pub_imu.publish(self._raw_imu.write(ns, humanoid.inclinometer_quaternion_xyzw()))
+        cop = humanoid.cop()
         if cop is not None:
-            self.pub_cop.publish(self._raw_point.write(ns, float(cop[0]), float(cop[1]), float(cop[2])))
+            x, y, z = cop.tolist()
+            self.pub_cop.publish(self._raw_point.write(ns, x, y, z))
 
     def _tf(self, stamp: TimeMsg) -> Any:
         """The ``/tf`` message: ``world`` -> the base link at ``stamp`` (tf2_msgs/TFMessage)."""

@@ -32,7 +32,11 @@ in turns: see ``benchmarks/waist.py``. Activation calls ``gc.freeze()`` (before
 enabling) so that later collections stay short. The
 outer RMRC loop runs every ``servo_rate / outer_rate`` periods on the latest
 ``/waist/inclinometer`` sample (encoders when it is older than
-``inclinometer_timeout``).
+``inclinometer_timeout``). The servo thread's OS name is ``waist-servo``
+(:func:`humanoid_balance.threads.name_os_thread`: per-thread CPU in ``top -H`` or
+``/proc/<pid>/task``), and the ``waist_controller`` status of ``/diagnostics`` gives its
+timing since the previous one: ``servo_periods``, ``servo_period_error_mean_us`` and
+``servo_period_error_max_us`` (period start less its deadline).
 
 Faults (a drive silent, a drive fault, bus-off, a dead receive thread) disable
 both drives and put the controller in its FAULT state (``/diagnostics`` ERROR with
@@ -125,8 +129,9 @@ from humanoid_balance.nodes.common import (
     stamp_ns,
 )
 from humanoid_balance.params.ros import NodeParameters
-from humanoid_balance.params.waist_controller import SPEC
+from humanoid_balance.params.waist_controller import SPEC, simulated_drives_problem
 from humanoid_balance.resources import urdf_path as package_urdf_path
+from humanoid_balance.threads import name_os_thread
 
 NODE_NAME = "waist_controller"
 #: dynamic parameter -> (keyword of WaistController.update, conversion or None)
@@ -149,6 +154,8 @@ ENABLE_MIN_PERIODS = 50
 #: ``drop N P``, ``bus_off``, ``frame ID HEXDATA``, ``error_frame``); a real bus has no such
 #: topic
 SIM_FAULT_TOPIC = "/waist/sim/fault"
+#: the servo thread's name, Python's and the OS's (``/proc/<pid>/task/<tid>/comm``)
+SERVO_THREAD_NAME = "waist-servo"
 
 
 def _sim_fault_action(drives: SimulatedWaist, words: list[str]) -> Callable[[], None]:
@@ -195,14 +202,6 @@ def _sim_fault_action(drives: SimulatedWaist, words: list[str]) -> Callable[[], 
         return lambda: drives.send_raw(message)
     raise ValueError(f"unknown fault {kind!r}")
 
-def simulated_drives_problem(simulated_drives: bool, interface: str) -> str | None:
-    """Why ``simulated_drives`` cannot be used with CAN ``interface``, or None."""
-    if simulated_drives and interface != "virtual":
-        return (f"simulated_drives needs can.interface 'virtual' (the drives share a python-can "
-                f"virtual bus with the controller in this process), got {interface!r}: set "
-                "simulated_drives false to use real drives")
-    return None
-
 
 class WaistControllerNode(LifecycleNode):
     """The ``waist_controller`` lifecycle node; see the module docstring."""
@@ -226,6 +225,8 @@ class WaistControllerNode(LifecycleNode):
         self.period_errors_s: list[float] = []  # the benchmark reads these
         self.cycle_durations_s: list[float] = []
         self.record_period_errors = False
+        #: servo period errors (start - deadline) since the last /diagnostics: count, sum, max, s
+        self._period_stats = [0, 0.0, 0.0]
         self._started = 0.0
         self._inclinometer_s: float | None = None  # monotonic time of the last sample
         self._warned: dict[str, tuple[float, str]] = {}  # channel -> (time, text) last logged
@@ -611,13 +612,15 @@ class WaistControllerNode(LifecycleNode):
 
     def _start_thread(self) -> None:
         self._stop_thread.clear()
-        self._thread = threading.Thread(target=self._servo_loop, name="waist-servo", daemon=True)
+        self._thread = threading.Thread(target=self._servo_loop, name=SERVO_THREAD_NAME,
+                                        daemon=True)
         self._thread.start()
 
     def _servo_loop(self) -> None:
         ctl = self.controller
         if ctl is None:
             return
+        name_os_thread(SERVO_THREAD_NAME)
         switch = float(self._param("gil_switch_interval"))
         if switch > 0:  # the other threads yield the GIL quickly (process-wide)
             sys.setswitchinterval(switch)
@@ -644,8 +647,14 @@ class WaistControllerNode(LifecycleNode):
             while time.monotonic() < deadline:
                 pass
             started = time.monotonic()
+            late = started - deadline
+            stats = self._period_stats  # since the last /diagnostics: count, sum, max (s)
+            stats[0] += 1
+            stats[1] += late
+            if late > stats[2]:
+                stats[2] = late
             if self.record_period_errors:
-                self.period_errors_s.append(started - deadline)
+                self.period_errors_s.append(late)
             with self._lock:
                 try:
                     pending = self.params.take_pending()
@@ -744,6 +753,8 @@ class WaistControllerNode(LifecycleNode):
             out = self._last
             state, reason = ctl.state, ctl.fault_reason
             messages, ctl.messages = ctl.messages, []
+            periods, late_sum_s, late_max_s = self._period_stats
+            self._period_stats = [0, 0.0, 0.0]
         for text in messages:
             self._warn("controller", text)
         motors = []
@@ -771,6 +782,10 @@ class WaistControllerNode(LifecycleNode):
         level = ERROR if state == ControllerState.FAULT else OK
         summary: dict[str, Any] = {"state": state.value, "bus_load_pct": ctl.bus_load.percent,
                                    "commands_refused": self._commands_refused, **bus.counters()}
+        if periods:  # the servo thread's timing since the last /diagnostics
+            summary.update(servo_periods=periods,
+                           servo_period_error_mean_us=1e6 * late_sum_s / periods,
+                           servo_period_error_max_us=1e6 * late_max_s)
         if self._inclinometer_s is not None:  # the outer loop uses it while fresh
             age_s = self._controller_now() - self._inclinometer_s
             summary.update(inclinometer_age_s=age_s,

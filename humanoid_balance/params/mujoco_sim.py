@@ -42,6 +42,12 @@ def _consistent(values: Mapping[str, Any]) -> str | None:
         return (f"inclinometer_rate={values['inclinometer_rate']:g} Hz exceeds "
                 f"publish_rate={values['publish_rate']:g} Hz: the inclinometer is sampled "
                 "with the sensors")
+    if values["clock_rate"] > values["publish_rate"] > 0:
+        return (f"clock_rate={values['clock_rate']:g} Hz exceeds publish_rate="
+                f"{values['publish_rate']:g} Hz: /clock is sampled with the sensors")
+    if values["clock_rate"] > 0 and values["lock_step"]:
+        return (f"clock_rate={values['clock_rate']:g} Hz with lock_step: a lock-step "
+                "simulation's nodes answer each period's /clock; set clock_rate 0 (every publish)")
     if values["tf_rate"] > values["publish_rate"] > 0:
         return (f"tf_rate={values['tf_rate']:g} Hz exceeds publish_rate="
                 f"{values['publish_rate']:g} Hz: /tf is sampled with the sensors")
@@ -59,6 +65,9 @@ SPEC = ParamSpec("mujoco_sim", [
           minimum=0.0, maximum=100.0, dynamic=True),
     Param("publish_rate", 1000.0, "sensors and /clock (0: every step)", "Hz", minimum=0.0,
           maximum=100000.0),
+    Param("clock_rate", 0.0, "/clock when slower than the sensors (0: with every publish): each "
+          "node on simulation time handles every /clock message (free-running graph: 100 Hz, "
+          "see humanoid_balance.graph.sim_graph); lock-step needs 0", "Hz", minimum=0.0),
     Param("command_topics", ["/arm_balance/command", "/joint_commands"],
           "sensor_msgs/JointState command topics (position and/or velocity by joint name)"),
     Param("sensor_noise", 1.0, "noise scale: 0 noise-free, 1 nominal", minimum=0.0, maximum=100.0),

@@ -13,7 +13,7 @@ from typing import Any
 
 from humanoid_balance.params import Param, ParamSpec
 
-__all__ = ["SPEC", "YAML_HEADER"]
+__all__ = ["SPEC", "YAML_HEADER", "simulated_drives_problem"]
 
 YAML_HEADER = """\
 waist_controller: differential waist RMRC over CAN with the three-loop servo (seed 003)
@@ -40,6 +40,15 @@ def _range_problem(name: str) -> Any:
     return check
 
 
+def simulated_drives_problem(simulated_drives: bool, interface: str) -> str | None:
+    """Why ``simulated_drives`` cannot be used with CAN ``interface``, or None."""
+    if simulated_drives and interface != "virtual":
+        return (f"simulated_drives needs can.interface 'virtual' (the drives share a python-can "
+                f"virtual bus with the controller in this process), got {interface!r}: set "
+                "simulated_drives false to use real drives")
+    return None
+
+
 def _cross_check(v: Mapping[str, Any]) -> str | None:
     if v["outer_rate"] > v["servo_rate"]:
         return (f"outer_rate {v['outer_rate']:g} Hz must not exceed servo_rate "
@@ -47,10 +56,9 @@ def _cross_check(v: Mapping[str, Any]) -> str | None:
     if v["feedback_timeout"] < 2.0 / v["servo_rate"]:
         return (f"feedback_timeout {v['feedback_timeout']:g} s must be at least two servo periods "
                 f"({2.0 / v['servo_rate']:g} s): feedback answers the previous period's frame")
-    if v["simulated_drives"] and v["can.interface"] != "virtual":
-        return (f"simulated_drives needs can.interface 'virtual' (the drives share a python-can "
-                f"virtual bus with the controller in this process), got {v['can.interface']!r}: "
-                "set simulated_drives false to use real drives")
+    problem = simulated_drives_problem(bool(v["simulated_drives"]), str(v["can.interface"]))
+    if problem:
+        return problem
     for name in ("pitch_limits", "roll_limits"):
         if any(abs(x) >= 90.0 for x in v[name]):
             return f"{name} must stay inside (-90, 90) deg (J0 is singular at +-90 deg pitch)"

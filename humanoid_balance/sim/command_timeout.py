@@ -42,6 +42,10 @@ class CommandTimeout:
         self.joint_names = tuple(joint_names)
         self._index = {n: i for i, n in enumerate(self.joint_names)}
         self._last = np.full(len(self.joint_names), -np.inf)  # s; -inf: never commanded
+        #: the same, +inf: never commanded (its minimum is the oldest last command)
+        self._last_commanded = np.full(len(self.joint_names), np.inf)
+        #: the indices of a command's names, by the names
+        self._indices: dict[tuple[str, ...], np.ndarray] = {}
         self.timeout_s = timeout_s
         self.deceleration_rad_s2 = deceleration_rad_s2
         self.configure(timeout_s=timeout_s, deceleration_rad_s2=deceleration_rad_s2)
@@ -64,10 +68,16 @@ class CommandTimeout:
 
     def commanded(self, names: Iterable[str], now_s: float) -> None:
         """A command naming ``names`` was applied at simulation time ``now_s`` [s]."""
-        idx = [self._index[n] for n in names if n in self._index]
+        key = tuple(names)
+        idx = self._indices.get(key)
+        if idx is None:
+            idx = np.array([self._index[n] for n in key if n in self._index], dtype=np.intp)
+            if len(self._indices) < 64:  # a few publishers' name lists
+                self._indices[key] = idx
         self._last[idx] = now_s
+        self._last_commanded[idx] = now_s
         self._holding[idx] = False
-        self._oldest = float(np.min(self._last[np.isfinite(self._last)], initial=np.inf))
+        self._oldest = float(self._last_commanded.min(initial=np.inf))
 
     def step(self, sim: MujocoRobotSim, now_s: float) -> None:
         """Brake, for one physics step, every joint whose last command is older than the timeout."""

@@ -108,9 +108,10 @@ class HumanoidSim(MujocoRobotSim):
             raise InvalidInputError(f"friction={friction} must be finite and >= 0")
         self.friction = friction
         self.noise = noise if noise is not None else SensorNoise()
-        self._force = np.zeros(6)
         self._contacts_valid_at = -1.0
         self._fsr = np.zeros((2, FSR_COUNT))
+        self._fsr_flat = self._fsr.reshape(-1)  # a view: side * FSR_COUNT + i
+        self._wrench = np.zeros(6)  # mj_contactForce's output
         self._cop: np.ndarray | None = None
         self._fz_total = 0.0
         path = Path(urdf_path) if urdf_path is not None else package_urdf_path("humanoid")
@@ -166,11 +167,18 @@ class HumanoidSim(MujocoRobotSim):
             for i in range(FSR_COUNT):
                 gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{side}_fsr_{i}_pad")
                 self._pad_index[gid] = (s, i)
+        #: geom id -> its FSR's flat index in ``_fsr`` (side * FSR_COUNT + i), -1: not a pad
+        self._pad_slot = [-1] * m.ngeom
+        for gid, (s, i) in self._pad_index.items():
+            self._pad_slot[gid] = s * FSR_COUNT + i
         self._sensor_adr = {
             name: int(m.sensor_adr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, name)])
             for name in ("left_foot_force", "left_foot_torque", "right_foot_force",
                          "right_foot_torque", "waist_plate_quat")
         }
+        #: side -> (force, torque) addresses in sensordata
+        self._wrench_adr = {side: (self._sensor_adr[f"{side}_foot_force"],
+                                   self._sensor_adr[f"{side}_foot_torque"]) for side in SIDES}
         self._body = {
             name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
             for name in ("pelvis", "left_sole", "right_sole", "left_foot", "right_foot")
@@ -190,10 +198,10 @@ class HumanoidSim(MujocoRobotSim):
         MuJoCo's force/torque sensors give the wrench the parent (the leg) exerts
         on the foot; the sensor reports its reaction.
         """
-        fa = self._sensor_adr[f"{side}_foot_force"]
-        ta = self._sensor_adr[f"{side}_foot_torque"]
-        force = -self.data.sensordata[fa:fa + 3].copy()
-        torque = -self.data.sensordata[ta:ta + 3].copy()
+        fa, ta = self._wrench_adr[side]
+        sensordata = self.data.sensordata
+        force = -sensordata[fa:fa + 3]  # a new array
+        torque = -sensordata[ta:ta + 3]
         if self.noise.force_n > 0:
             force += self._rng.normal(0.0, self.noise.force_n, 3)
         if self.noise.torque_nm > 0:
@@ -201,30 +209,49 @@ class HumanoidSim(MujocoRobotSim):
         return force, torque
 
     def _update_contacts(self) -> None:
-        if self._contacts_valid_at == self.data.time:
+        """FSR forces, CoP and total vertical force from the floor contacts (once per step).
+
+        Per step at 1 kHz: the few contacts' fields are read as Python lists once and
+        summed with Python floats (numpy calls on 3-vectors cost more than the sums).
+        """
+        data = self.data
+        if self._contacts_valid_at == data.time:
             return
-        self._fsr[:] = 0.0
-        weighted = np.zeros(3)
-        fz_total = 0.0
-        wrench = self._force
-        for k in range(self.data.ncon):
-            contact = self.data.contact[k]
-            if self._floor not in (contact.geom1, contact.geom2):
+        fsr = self._fsr_flat
+        fsr[:] = 0.0
+        floor, slots, wrench = self._floor, self._pad_slot, self._wrench
+        contacts = data.contact  # the ncon active contacts, field by field
+        geom1, geom2 = contacts.geom1.tolist(), contacts.geom2.tolist()
+        frames: list[list[float]] = []
+        positions: list[list[float]] = []
+        wx = wy = wz = fz_total = 0.0
+        for k, (a, b) in enumerate(zip(geom1, geom2, strict=True)):
+            if a == floor:
+                other = b
+            elif b == floor:
+                other = a
+            else:
                 continue
-            mujoco.mj_contactForce(self.model, self.data, k, wrench)
-            normal = float(wrench[0])  # contact frame: x is the normal
-            other = contact.geom2 if contact.geom1 == self._floor else contact.geom1
-            pad = self._pad_index.get(int(other))
-            if pad is not None:
-                self._fsr[pad] += normal
-            # world force on the robot: normal along the frame's first row
-            f_world = contact.frame.reshape(3, 3).T @ wrench[0:3]
-            fz = abs(float(f_world[2]))
-            weighted += fz * contact.pos
+            if not frames:
+                frames, positions = contacts.frame.tolist(), contacts.pos.tolist()
+            mujoco.mj_contactForce(self.model, data, k, wrench)
+            normal, f1, f2 = wrench[0:3].tolist()  # contact frame: x is the normal
+            slot = slots[other]
+            if slot >= 0:
+                fsr[slot] += normal
+            # world force on the robot: the frame's rows are the contact axes, so its
+            # z component is sum_i f_i frame[i, 2]
+            frame = frames[k]
+            fz = abs(normal * frame[2] + f1 * frame[5] + f2 * frame[8])
+            px, py, pz = positions[k]
+            wx += fz * px
+            wy += fz * py
+            wz += fz * pz
             fz_total += fz
         self._fz_total = fz_total
-        self._cop = weighted / fz_total if fz_total > 1e-9 else None
-        self._contacts_valid_at = float(self.data.time)
+        self._cop = np.array([wx / fz_total, wy / fz_total, wz / fz_total]) \
+            if fz_total > 1e-9 else None
+        self._contacts_valid_at = float(data.time)
 
     def fsr_forces(self, side: str) -> np.ndarray:
         """Normal forces [N] on the four FSRs of a sole, in the order ``{side}_fsr_0..3``."""

@@ -181,6 +181,8 @@ class MujocoRobotSim:
         self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
         self._upper = np.where(limited, m.jnt_range[jid, 1], np.inf)
         self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
+        self._bounds_cache: dict[tuple[str, ...],
+                                 tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.total_mass = float(np.sum(m.body_mass))
         self._target_q = np.zeros(len(self.joint_names))
         self._goal_q = np.zeros(len(self.joint_names))
@@ -256,23 +258,41 @@ class MujocoRobotSim:
             UnknownJointError: a name is not a joint of the model (nothing is applied).
             InvalidInputError: a value is not finite or the lengths differ (nothing is applied).
         """
-        idx = self._indices(names)
+        idx, lower, upper, limit = self._joint_bounds(names)
         for label, values in (("positions", positions), ("velocities", velocities)):
             if values is None:
                 continue
             arr = np.asarray(values, dtype=float)
             if arr.shape != (len(idx),):
                 raise InvalidInputError(f"{label} has {arr.size} values for {len(idx)} joint names")
-            if not np.all(np.isfinite(arr)):
+            if not np.isfinite(arr).all():
                 bad = [names[int(i)] for i in np.flatnonzero(~np.isfinite(arr))]
                 raise InvalidInputError(f"non-finite {label} for joints {bad}: command ignored")
+        # np.minimum(np.maximum()) is np.clip for finite values, at a third of its cost
         if positions is not None:
-            self._goal_q[idx] = np.clip(positions, self._lower[idx], self._upper[idx])
+            self._goal_q[idx] = np.minimum(np.maximum(np.asarray(positions, dtype=float), lower),
+                                           upper)
         if velocities is not None:
-            limit = self.velocity_limit_rad_s[idx]
-            self._target_qd[idx] = np.clip(np.asarray(velocities, dtype=float), -limit, limit)
+            self._target_qd[idx] = np.minimum(np.maximum(np.asarray(velocities, dtype=float),
+                                                         -limit), limit)
         elif positions is not None:
             self._target_qd[idx] = 0.0
+
+    def _joint_bounds(
+        self, names: Sequence[str],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Indices, lower and upper limits [rad], velocity limits [rad/s] of ``names``.
+
+        Cached by the names (a publisher sends the same names in every command).
+        """
+        key = tuple(names)
+        bounds = self._bounds_cache.get(key)
+        if bounds is None:
+            idx = self._indices(key)
+            bounds = (idx, self._lower[idx], self._upper[idx], self.velocity_limit_rad_s[idx])
+            if len(self._bounds_cache) < 64:  # a few publishers' name lists
+                self._bounds_cache[key] = bounds
+        return bounds
 
     @property
     def target_velocities(self) -> np.ndarray:
@@ -305,20 +325,22 @@ class MujocoRobotSim:
             SimulationError: the state became non-finite.
         """
         dt = self.timestep
-        max_move = self.velocity_limit_rad_s * dt
+        model, data = self.model, self.data
         for _ in range(n):
-            moving = self._target_qd != 0.0
-            if np.any(moving):
+            # method calls on the arrays: np.any/np.all cost twice as much on 30 values
+            if self._target_qd.any():
+                moving = self._target_qd != 0.0
                 advanced = np.clip(self._goal_q + self._target_qd * dt, self._lower, self._upper)
                 self._goal_q = np.where(moving, advanced, self._goal_q)
-            gap = self._goal_q - self._target_q
-            if np.any(gap != 0.0):
+            if (self._goal_q != self._target_q).any():
                 # exactly the goal once within reach (inf limit: always)
+                gap = self._goal_q - self._target_q
+                max_move = self.velocity_limit_rad_s * dt
                 self._target_q = np.where(np.abs(gap) <= max_move, self._goal_q,
                                           self._target_q + np.clip(gap, -max_move, max_move))
             self._apply_targets()
-            mujoco.mj_step(self.model, self.data)
-        if not np.all(np.isfinite(self.data.qpos)):
+            mujoco.mj_step(model, data)
+        if not np.isfinite(data.qpos).all():
             raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
 
     def joint_state(self) -> JointStateSample:

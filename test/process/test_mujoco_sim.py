@@ -59,6 +59,30 @@ def test_clock_advances(probe: Probe, sim: RunningNode) -> None:
     assert all(b > a for a, b in pairwise(times))
 
 
+def test_free_running_clock_comes_at_its_rate_and_the_sensors_at_theirs(
+        probe: Probe, sim: RunningNode) -> None:
+    """The free-running graph's clock_rate: /clock every 10 ms of simulation time,
+    /joint_states every 1 ms."""
+    import statistics
+
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    from humanoid_balance.graph import FREE_RUNNING_CLOCK_RATE_HZ
+
+    clock = probe.record(Clock, "/clock", keep=1000)
+    joints = probe.record(JointState, "/joint_states", keep=1000)
+    assert probe.spin_until(lambda: clock.count >= 20 and joints.count >= 200, OUTPUT_TIMEOUT_S)
+
+    def period_ms(stamps: list[int]) -> float:
+        return 1e-6 * statistics.median(b - a for a, b in pairwise(stamps))
+
+    assert period_ms([_ns(m.clock) for m in clock.messages]) == pytest.approx(
+        1e3 / FREE_RUNNING_CLOCK_RATE_HZ, abs=0.01)
+    assert period_ms([_ns(m.header.stamp) for m in joints.messages]) == pytest.approx(1.0,
+                                                                                     abs=0.01)
+
+
 def test_joint_states_name_every_humanoid_joint(probe: Probe, sim: RunningNode) -> None:
     """/joint_states names the URDF's 30 joints with a position, velocity and effort each."""
     from sensor_msgs.msg import JointState

@@ -133,7 +133,8 @@ def test_waist_process_reaches_a_pitch_on_its_own_drives(waist_probe: WaistProbe
 @pytest.mark.slow
 def test_mujoco_waist_follows_the_drives_on_simulation_time(waist_probe: WaistProbe,
                                                             tmp_path: Path) -> None:
-    """With mujoco_sim on sim time, the MuJoCo waist follows the drives; the inclinometer is used."""
+    """With mujoco_sim on sim time, the MuJoCo waist follows the drives; the inclinometer is used;
+    /diagnostics reports the servo thread's timing."""
     p = waist_probe
     graph = _graph()
     with NodeProcess(graph["mujoco_sim"], log_path=tmp_path / "sim.log") as sim, \
@@ -166,6 +167,11 @@ def test_mujoco_waist_follows_the_drives_on_simulation_time(waist_probe: WaistPr
         # used (on a machine too loaded for the simulation to keep up, some go stale)
         used = [_value(s, "inclinometer_used") for s in _status(p, "waist_controller")]
         assert "True" in used, used
+        # the servo thread's timing since the previous status: periods ran, errors >= 0
+        timing = _status(p, "waist_controller")[-1]
+        assert int(_value(timing, "servo_periods")) > 0
+        assert 0.0 <= float(_value(timing, "servo_period_error_mean_us")) <= float(
+            _value(timing, "servo_period_error_max_us"))
         reports = [waist.stop(signal.SIGINT), sim.stop(signal.SIGINT)]
     for report in reports:
         assert report.clean and report.seconds <= 2.0, report.output[-2000:]
