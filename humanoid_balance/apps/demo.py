@@ -235,12 +235,13 @@ class StrikeDriver:
     publishing ``t``, for a message stamped ``>= t``) steps to ``t + period`` only
     once the input for ``t + period`` is out.
 
-    The period ``t`` is answered when ``/clock`` says ``t`` (``answer_commands``
-    False), or, with RMC in lock-step, once ``arm_balance``'s command for ``t`` is
-    out (``answer_commands`` True). Answering the clock tick, the input for
-    ``t + period`` races ``arm_balance``'s cycle at ``t``: measured, a third of the
-    cycles of a lock-step run saw the input one period early, a share that changed
-    from run to run, and so did the CoP peak shift (by 0.4 to 0.9 mm between
+    The period ``t`` is answered when the simulation's ``/joint_states`` stamped ``t``
+    comes (``answer_commands`` False: every publish period; ``/clock`` may come less
+    often, see ``mujoco_sim``'s ``clock_rate``), or, with RMC in lock-step, once
+    ``arm_balance``'s command for ``t`` is out (``answer_commands`` True). Answering
+    the state's arrival, the input for ``t + period`` races ``arm_balance``'s cycle at
+    ``t``: measured, a third of the cycles of a lock-step run saw the input one period
+    early, a share that changed from run to run, and so did the CoP peak shift (by 0.4 to 0.9 mm between
     runs). Sent after the command for ``t``, the input can only be overtaken by the
     simulation's next state, which waits for it. Times of the strike count from
     the first period answered after :meth:`start` (0 in lock-step, where time
@@ -281,11 +282,13 @@ class StrikeDriver:
         self.period_ns = int(period_ns)
         qos = QoSProfile(depth=10)
         self.publisher = node.create_publisher(JointState, topic, qos)
-        node.create_subscription(Clock, "/clock", self._on_clock, qos)
+        # raw: only the header stamps are read
         if answer_commands:
-            # raw: only the header stamp is read (the command itself is recorded, not used)
+            node.create_subscription(Clock, "/clock", self._on_clock, qos)
             node.create_subscription(JointState, "/arm_balance/command", self._on_command, qos,
                                      raw=True)
+        else:  # each period's state (free-running, /clock comes every 10 ms only)
+            node.create_subscription(JointState, "/joint_states", self._on_state, qos, raw=True)
         self.answer_commands = answer_commands
         self._msg = JointState()
         self._msg.name = list(strike.joint_names)
@@ -308,11 +311,22 @@ class StrikeDriver:
     def _on_clock(self, msg: Any) -> None:
         from humanoid_balance.nodes.common import stamp_ns
 
-        self.now_ns = stamp_ns(msg.clock)
+        self._tick(stamp_ns(msg.clock))
+
+    def _on_state(self, data: bytes) -> None:
+        from humanoid_balance.cdr import header_stamp_ns
+
+        self._tick(header_stamp_ns(data))
+
+    def _tick(self, now_ns: int) -> None:
+        """Simulation time is ``now_ns``: answer it (unless the commands are answered), the waist."""
+        if self.now_ns is not None and now_ns < self.now_ns:
+            return  # an older message overtaken by a newer one
+        self.now_ns = now_ns
         if not self.answer_commands:
-            self._answer(self.now_ns)
+            self._answer(now_ns)
         if self.origin_ns is not None and self.waist_publisher is not None:
-            self._waist_setpoint(self.now_ns - self.origin_ns)
+            self._waist_setpoint(now_ns - self.origin_ns)
 
     def _waist_setpoint(self, elapsed_ns: int) -> None:
         """The waist's ramp: its set point at ``elapsed_ns``, every set-point period until it ends."""
