@@ -6,7 +6,10 @@ arriving with the hand velocity ``[1.76, 0, 0.38]`` m/s (1.8 m/s) and zero
 angular velocity, then goes back to the ready pose in 0.5 s.
 
 The motion is planned in joint space with quintic segments (position,
-velocity and acceleration continuous). The velocity at the target is
+velocity and acceleration continuous). (7th-order segments, zero jerk at their
+ends, were tried for issue 14: at the same durations their peak accelerations
+are about 30 % higher, the wrist yaw then reaching 1.18x its limit, and the
+MuJoCo strike's ZMP peak ratio rose from 0.180 to 0.205.) The velocity at the target is
 ``qd_T = J^+(q_T) [v_T; 0]`` (J the hand Jacobian in ``W``, pseudo-inverse), so
 the hand reaches exactly ``v_T`` with zero angular velocity; the acceleration
 there is zero. The default poses were chosen (by a search over the joint
