@@ -434,17 +434,7 @@ class MujocoSimNode(Node):
         """Publish the sensors; their stamp, ns, or None when the node is stopping."""
         # the time rounded to the ns, as nodes.common.seconds_stamp (1.9999999999 s is 2 s)
         ns = round(self.sim.time * 1e9)
-        with self._rclpy_lock:  # what _ros does, without a closure per step
-            if not self._running():
-                return None
-            try:
-                self._publish(ns)
-            except Exception as exc:
-                if self._running() and not shut_down_by(self, exc):
-                    raise
-                self._stop.set()
-                return None
-        return ns
+        return ns if self._ros(lambda: self._publish(ns)) else None
 
     def _wait_for_start(self) -> bool:
         """Lock-step: republish the t = 0 state until every lock-step topic answered once.
