@@ -41,9 +41,9 @@ class CommandTimeout:
                  deceleration_rad_s2: float) -> None:
         self.joint_names = tuple(joint_names)
         self._index = {n: i for i, n in enumerate(self.joint_names)}
-        self._last = np.full(len(self.joint_names), -np.inf)  # s; -inf: never commanded
-        #: the same, +inf: never commanded (its minimum is the oldest last command)
-        self._last_commanded = np.full(len(self.joint_names), np.inf)
+        #: s, each joint's last command; +inf: never commanded (so never stale, and the
+        #: minimum is the oldest last command of a commanded joint)
+        self._last = np.full(len(self.joint_names), np.inf)
         #: the indices of a command's names, by the names
         self._indices: dict[tuple[str, ...], np.ndarray] = {}
         self.timeout_s = timeout_s
@@ -75,16 +75,14 @@ class CommandTimeout:
             if len(self._indices) < 64:  # a few publishers' name lists
                 self._indices[key] = idx
         self._last[idx] = now_s
-        self._last_commanded[idx] = now_s
         self._holding[idx] = False
-        self._oldest = float(self._last_commanded.min(initial=np.inf))
+        self._oldest = float(self._last.min(initial=np.inf))
 
     def step(self, sim: MujocoRobotSim, now_s: float) -> None:
         """Brake, for one physics step, every joint whose last command is older than the timeout."""
         if now_s - self._oldest <= self.timeout_s and not self._any_holding:
             return  # the common case, per step: nothing is stale
-        stale = (now_s - self._last) > self.timeout_s
-        stale &= np.isfinite(self._last)
+        stale = (now_s - self._last) > self.timeout_s  # never commanded: -inf, not stale
         started = stale & ~self._holding
         if np.any(started):
             self.holds += int(np.count_nonzero(started))
@@ -100,5 +98,5 @@ class CommandTimeout:
 
     def age_s(self, now_s: float) -> float:
         """The age of the newest command of any joint [s] (inf: none yet)."""
-        newest = float(np.max(self._last)) if len(self._last) else -np.inf
-        return now_s - newest
+        commanded = self._last[np.isfinite(self._last)]
+        return now_s - (float(commanded.max()) if commanded.size else -np.inf)

@@ -47,7 +47,7 @@ from fault_harness import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from process_harness import READY_TIMEOUT_S, Probe, RunningNode, start_node
+from process_harness import READY_TIMEOUT_S, Probe, RunningNode, pump_publishing, start_node
 
 from humanoid_balance.core.joint_limits import ARM_ACCELERATION_LIMITS_DEG_S2
 from humanoid_balance.graph import GraphNode, robot_graph
@@ -274,29 +274,26 @@ class FakeRobot:
 
     def pump(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
         """Publish at the rates and spin the probe for ``seconds`` or until ``until()``."""
-        end = time.monotonic() + seconds
-        while True:
-            if until is not None and until():
-                return True
-            now = time.monotonic()
-            if now >= end:
-                return until() if until is not None else True
-            due = end
-            for topic in self.active_topics():
-                at = self._next.get(topic, now)
-                if topic == self.STATES and self.sim_clock:  # lock-step: when answered
-                    at = now if self._sim_answered or now - self._sim_sent > 0.02 else now + 0.001
-                    if now >= at:
-                        self.sim_ns += 2_000_000
-                        self.publish(topic)
-                    due = min(due, at)
-                    continue
+        return pump_publishing(self.probe.executor, seconds, until, self._publish_due)
+
+    def _publish_due(self, now: float) -> float:
+        """Publish each topic due at ``now``; when the next publication is (monotonic s)."""
+        due = math.inf
+        for topic in self.active_topics():
+            at = self._next.get(topic, now)
+            if topic == self.STATES and self.sim_clock:  # lock-step: when answered
+                at = now if self._sim_answered or now - self._sim_sent > 0.02 else now + 0.001
                 if now >= at:
+                    self.sim_ns += 2_000_000
                     self.publish(topic)
-                    at = max(at + 1.0 / self.rates[topic], now - 0.05)
-                    self._next[topic] = at
                 due = min(due, at)
-            self.probe.executor.spin_once(timeout_sec=max(min(due - time.monotonic(), 0.005), 0.0))
+                continue
+            if now >= at:
+                self.publish(topic)
+                at = max(at + 1.0 / self.rates[topic], now - 0.05)
+                self._next[topic] = at
+            due = min(due, at)
+        return due
 
     def pump_until(self, condition: Callable[[], bool], timeout: float) -> bool:
         """:meth:`pump` until ``condition()`` (the DiagnosticsWatch's way of waiting)."""
@@ -711,11 +708,11 @@ def test_bad_job_joint_velocity_is_named_and_recovered(good: Rig, ledger: Ledger
 TWIST_FIELDS = ("linear.x", "linear.y", "linear.z", "angular.x", "angular.y", "angular.z")
 
 
-def twist_value(name: str, value: float) -> Callable[[Any], Any]:
-    """A mutation of the job twist: one field set to ``value``."""
+def field_value(member: str, name: str, value: float) -> Callable[[Any], Any]:
+    """A mutation: field ``name`` (``part.axis``) of ``msg.<member>`` set to ``value``."""
     def mutate(msg: Any) -> Any:
         part, axis = name.split(".")
-        setattr(getattr(msg.twist, part), axis, value)
+        setattr(getattr(getattr(msg, member), part), axis, value)
         return msg
     return mutate
 
@@ -734,7 +731,7 @@ def test_bad_job_twist_is_named_and_recovered(good: Rig, ledger: Ledger, name: s
                                               text: str) -> None:
     """A non-finite or absurd twist field: the job arm stops or is limited, WARN naming it."""
     good.robot.job = "twist"
-    good.robot.mutate[FakeRobot.TWIST] = twist_value(name, value)
+    good.robot.mutate[FakeRobot.TWIST] = field_value("twist", name, value)
     case_bad_then_good(good, ledger, "job twist", f"{name}={value}", WARN, text)
 
 
@@ -1283,15 +1280,6 @@ def floating(rig: Rig) -> Iterator[Rig]:
     rig.robot.normal()
 
 
-def pose_value(name: str, value: float) -> Callable[[Any], Any]:
-    """A mutation of the base pose: one field set to ``value``."""
-    def mutate(msg: Any) -> Any:
-        part, axis = name.split(".")
-        setattr(getattr(msg.pose, part), axis, value)
-        return msg
-    return mutate
-
-
 POSE_CASES = [*[(f, math.nan, "base pose") for f in POSE_FIELDS],
               ("position.x", math.inf, "base pose"), ("orientation.w", -math.inf, "base pose"),
               ("orientation.w", 2.0, "quaternion is not unit"),
@@ -1304,7 +1292,7 @@ def test_bad_base_pose_holds_named_and_recovers(floating: Rig, ledger: Ledger, n
                                                value: float, text: str) -> None:
     """free_floating: a bad base pose is refused and named; once stale the arms hold (ERROR, the
     first two); recovery."""
-    floating.robot.mutate[FakeRobot.POSE] = pose_value(name, value)
+    floating.robot.mutate[FakeRobot.POSE] = field_value("pose", name, value)
     level, seconds = (ERROR, TIMEOUT_S) if POSE_CASES.index((name, value, text)) < 2 else \
         (WARN, BAD_S)
     with ledger.case(floating.target, "base pose", f"{name}={value}") as case:
@@ -1387,7 +1375,7 @@ def test_generated_job_twists(good: Rig, ledger: Ledger, values: list[float]) ->
 
         def mutate(msg: Any) -> Any:
             for name, value in zip(TWIST_FIELDS, values, strict=True):
-                twist_value(name, value)(msg)
+                field_value("twist", name, value)(msg)
             return msg
 
         good.robot.mutate[FakeRobot.TWIST] = mutate

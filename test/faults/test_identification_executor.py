@@ -36,7 +36,7 @@ from fault_harness import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from process_harness import Probe, RunningNode, start_node, wait_ready
+from process_harness import Probe, RunningNode, pump_publishing, start_node, wait_ready
 
 from humanoid_balance.core.identification import LUNAR_JOINTS
 from humanoid_balance.graph import GraphNode, robot_graph
@@ -134,18 +134,14 @@ class FakeArm:
 
     def pump(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
         """Publish at ``rate_hz`` and spin the probe for ``seconds`` or until ``until()``."""
-        end = time.monotonic() + seconds
-        while True:
-            if until is not None and until():
-                return True
-            now = time.monotonic()
-            if now >= end:
-                return until() if until is not None else True
-            if not self.paused and now >= self._next:
-                self.publish()
-                self._next = max(self._next + 1.0 / self.rate_hz, now - 0.05)
-            wait = min(self._next - time.monotonic(), end - time.monotonic(), 0.01)
-            self.probe.executor.spin_once(timeout_sec=max(wait, 0.0))
+        return pump_publishing(self.probe.executor, seconds, until, self._publish_due, 0.01)
+
+    def _publish_due(self, now: float) -> float:
+        """Publish if due at ``now``; when the next message is (monotonic s)."""
+        if not self.paused and now >= self._next:
+            self.publish()
+            self._next = max(self._next + 1.0 / self.rate_hz, now - 0.05)
+        return self._next
 
     def pump_until(self, condition: Callable[[], bool], timeout: float) -> bool:
         """:meth:`pump` until ``condition()`` (the DiagnosticsWatch's way of waiting)."""

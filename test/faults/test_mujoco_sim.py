@@ -109,6 +109,12 @@ class SimRig:
             low, high = min(low, q), max(high, q)
         return low, high
 
+    def move_from_zero(self, velocity: float) -> None:
+        """Bring :data:`MOVED` to 0 rad, then command ``velocity`` [rad/s] (nothing after)."""
+        self.send(name=[MOVED], position=[0.0])
+        self.probe.spin_until(lambda: abs(self.position()) < 0.01, REACTION_S)
+        self.send(name=[MOVED], velocity=[velocity])
+
     def recovers(self) -> bool:
         """A good position command moves the joint there (0.05 rad).
 
@@ -280,9 +286,7 @@ def test_commands_stopping_hold_the_joint(rig: SimRig, ledger: Ledger) -> None:
     """A velocity command that stops: the joint decelerates to rest, /diagnostics says it holds."""
     with ledger.case(rig.target, "inputs stopping", "velocity command then silence") as case:
         since = rig.diagnostics.mark()
-        rig.send(name=[MOVED], position=[0.0])
-        rig.probe.spin_until(lambda: abs(rig.position()) < 0.01, REACTION_S)
-        rig.send(name=[MOVED], velocity=[0.5])
+        rig.move_from_zero(0.5)
         case.require(rig.diagnostics.wait_for(WARN, "commands timed out", REACTION_S, since),
                      lambda: f"no hold on /diagnostics: {rig.diagnostics.latest()}")
         rig.probe.spin(0.5)  # 1 s of simulation: at 5 rad/s^2 it stops within 0.1 s
@@ -306,9 +310,7 @@ def test_longer_command_timeout_keeps_the_joint_moving(rig: SimRig, ledger: Ledg
     with ledger.case(rig.target, "parameters (dynamic)", "command_timeout 30 s") as case:
         result = rig.set_parameter("command_timeout", 30.0)
         case.require(result.successful, lambda: f"refused: {result.reason}")
-        rig.send(name=[MOVED], position=[0.0])
-        rig.probe.spin_until(lambda: abs(rig.position()) < 0.01, REACTION_S)
-        rig.send(name=[MOVED], velocity=[0.3])
+        rig.move_from_zero(0.3)
         rig.probe.spin(0.5)
         start = rig.position()
         rig.probe.spin(0.5)
@@ -329,9 +331,7 @@ def test_hold_deceleration_sets_the_stopping_distance(rig: SimRig, ledger: Ledge
     with ledger.case(rig.target, "parameters (dynamic)", "hold_deceleration 0.5 rad/s^2") as case:
         result = rig.set_parameter("hold_deceleration", 0.5)
         case.require(result.successful, lambda: f"refused: {result.reason}")
-        rig.send(name=[MOVED], position=[0.0])
-        rig.probe.spin_until(lambda: abs(rig.position()) < 0.01, REACTION_S)
-        rig.send(name=[MOVED], velocity=[0.5])
+        rig.move_from_zero(0.5)
         rig.probe.spin(1.0)  # 4 s of simulation: timeout 0.2 s, then 1 s of braking
         at_rest = rig.position()
         rig.probe.spin(0.3)

@@ -80,6 +80,25 @@ def spin_executor_until(executor: Any, condition: Callable[[], bool], timeout: f
         executor.spin_once(timeout_sec=min(0.02, left))
 
 
+def pump_publishing(executor: Any, seconds: float, until: Callable[[], bool] | None,
+                    publish_due: Callable[[float], float], max_wait_s: float = 0.005) -> bool:
+    """A feeder's loop: spin ``executor`` for ``seconds`` or until ``until()`` (its value).
+
+    Each turn calls ``publish_due(now)`` (monotonic s), which publishes what is due and
+    returns when the next publication is; the executor spins until then (at most
+    ``max_wait_s``).
+    """
+    end = time.monotonic() + seconds
+    while True:
+        if until is not None and until():
+            return True
+        now = time.monotonic()
+        if now >= end:
+            return until() if until is not None else True
+        due = min(publish_due(now), end)
+        executor.spin_once(timeout_sec=max(min(due - time.monotonic(), max_wait_s), 0.0))
+
+
 class Probe:
     """The test's own rclpy node, in an rclpy context of its own, spun only by the test.
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from process_harness import Probe, sensor_wrench, standing_model
+from process_harness import Probe, pump_publishing, sensor_wrench, standing_model
 
 #: side -> (ZMP in the sole frame [m], ground force [N]): 500 N on the two feet
 LOADS = {"left": ((0.03, -0.01), 300.0), "right": ((-0.02, 0.015), 200.0)}
@@ -125,22 +125,17 @@ class Feet:
 
     def pump(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
         """Publish at ``rate_hz`` and spin the probe for ``seconds`` or until ``until()``."""
-        end = time.monotonic() + seconds
-        while True:
-            if until is not None and until():
-                return True
-            now = time.monotonic()
-            if now >= end:
-                return until() if until is not None else True
-            if self._right_due is not None and now >= self._right_due:
-                self._send(f"/right_foot/{self.sensor_type}", self.pub_feet["right"], self._right_msg)
-                self._right_due = None
-            if not self.paused and now >= self._next:
-                self.publish_once()
-                self._next = max(self._next + 1.0 / self.rate_hz, now)  # late: skip, no burst
-            due = self._next if self._right_due is None else min(self._next, self._right_due)
-            wait = min(due - time.monotonic(), end - time.monotonic(), 0.005)
-            self.probe.executor.spin_once(timeout_sec=max(wait, 0.0))
+        return pump_publishing(self.probe.executor, seconds, until, self._publish_due)
+
+    def _publish_due(self, now: float) -> float:
+        """Publish what is due at ``now``; when the next publication is (monotonic s)."""
+        if self._right_due is not None and now >= self._right_due:
+            self._send(f"/right_foot/{self.sensor_type}", self.pub_feet["right"], self._right_msg)
+            self._right_due = None
+        if not self.paused and now >= self._next:
+            self.publish_once()
+            self._next = max(self._next + 1.0 / self.rate_hz, now)  # late: skip, no burst
+        return self._next if self._right_due is None else min(self._next, self._right_due)
 
     def pump_until(self, condition: Callable[[], bool], timeout: float) -> bool:
         """:meth:`pump` until ``condition()`` (a DiagnosticsWatch's way of waiting)."""
