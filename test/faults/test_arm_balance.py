@@ -914,13 +914,19 @@ def test_stamps_back_and_ahead_in_turn_hold_named(good: Rig, ledger: Ledger) -> 
 # --- lock-step (trigger: joint_states): the stamps drive the cycles --------------------------------
 
 
-@pytest.fixture
-def lock_step(rig: Rig) -> Iterator[Rig]:
-    """The rig with ``trigger: joint_states`` at its baseline (kept; reset() goes back)."""
-    rig.reset(lock_step=True)
+def in_mode(rig: Rig, **mode: bool) -> Iterator[Rig]:
+    """The rig reset into ``mode`` at its baseline, for a fixture (kept for the next test;
+    reset() goes back); good input again afterwards."""
+    rig.reset(**mode)
     rig.settled = False
     yield rig
     rig.robot.normal()
+
+
+@pytest.fixture
+def lock_step(rig: Rig) -> Iterator[Rig]:
+    """The rig with ``trigger: joint_states``."""
+    yield from in_mode(rig, lock_step=True)
 
 
 def test_lock_step_commands_carry_the_joint_state_stamps(lock_step: Rig, ledger: Ledger) -> None:
@@ -1273,11 +1279,8 @@ POSE_FIELDS = ("position.x", "position.y", "position.z", "orientation.x", "orien
 
 @pytest.fixture
 def floating(rig: Rig) -> Iterator[Rig]:
-    """The rig in free_floating mode at its baseline (kept for the next test; reset() goes back)."""
-    rig.reset(free_floating=True)
-    rig.settled = False
-    yield rig
-    rig.robot.normal()
+    """The rig in free_floating mode."""
+    yield from in_mode(rig, free_floating=True)
 
 
 POSE_CASES = [*[(f, math.nan, "base pose") for f in POSE_FIELDS],
