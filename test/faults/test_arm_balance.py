@@ -1350,41 +1350,44 @@ def expect_named(rig: Rig, values: list[float], finite_text: str | None, bad_tex
     return named
 
 
+def generated_job_case(rig: Rig, ledger: Ledger, group: str, values: list[float], topic: str,
+                       mutate: Callable[[Any], Any], job: str | None = None) -> None:
+    """Job input made by ``mutate`` from generated ``values``: safe commands; non-finite named;
+    recovery."""
+    rig.reset()
+    shown = ", ".join(f"{v:g}" for v in values)
+    with ledger.case(rig.target, group, f"[{shown}]", True) as case:
+        if job is not None:
+            rig.robot.job = job
+        rig.robot.mutate[topic] = mutate
+        case.require(expect_named(rig, values, None, "non-finite values", WARN)(),
+                     lambda: f"{rig.diag.latest()}")
+        case.require(rig.commanding(), lambda: f"no recovery: {rig.diag.latest()}")
+
+
 @given(values=st.lists(ANY_FLOAT, min_size=7, max_size=7))
 @GENERATED
 def test_generated_job_joint_velocities(good: Rig, ledger: Ledger, values: list[float]) -> None:
     """Any seven floats as job velocities: safe commands; non-finite named; recovery."""
-    good.reset()
-    shown = ", ".join(f"{v:g}" for v in values)
-    with ledger.case(good.target, "job joint velocities (generated)", f"[{shown}]", True) as case:
-        def mutate(msg: Any) -> Any:
-            msg.velocity = values
-            return msg
+    def mutate(msg: Any) -> Any:
+        msg.velocity = values
+        return msg
 
-        good.robot.mutate[FakeRobot.JOB_JOINTS] = mutate
-        case.require(expect_named(good, values, None, "non-finite values", WARN)(),
-                     lambda: f"{good.diag.latest()}")
-        case.require(good.commanding(), lambda: f"no recovery: {good.diag.latest()}")
+    generated_job_case(good, ledger, "job joint velocities (generated)", values,
+                       FakeRobot.JOB_JOINTS, mutate)
 
 
 @given(values=st.lists(ANY_FLOAT, min_size=6, max_size=6))
 @GENERATED
 def test_generated_job_twists(good: Rig, ledger: Ledger, values: list[float]) -> None:
     """Any six floats as the job twist: safe commands; non-finite named; recovery."""
-    good.reset()
-    shown = ", ".join(f"{v:g}" for v in values)
-    with ledger.case(good.target, "job twist (generated)", f"[{shown}]", True) as case:
-        good.robot.job = "twist"
+    def mutate(msg: Any) -> Any:
+        for name, value in zip(TWIST_FIELDS, values, strict=True):
+            field_value("twist", name, value)(msg)
+        return msg
 
-        def mutate(msg: Any) -> Any:
-            for name, value in zip(TWIST_FIELDS, values, strict=True):
-                field_value("twist", name, value)(msg)
-            return msg
-
-        good.robot.mutate[FakeRobot.TWIST] = mutate
-        case.require(expect_named(good, values, None, "non-finite values", WARN)(),
-                     lambda: f"{good.diag.latest()}")
-        case.require(good.commanding(), lambda: f"no recovery: {good.diag.latest()}")
+    generated_job_case(good, ledger, "job twist (generated)", values, FakeRobot.TWIST, mutate,
+                       job="twist")
 
 
 @given(values=st.lists(ANY_FLOAT, min_size=3, max_size=3),
