@@ -219,6 +219,17 @@ class Target:
         """What the process printed so far."""
         return self.running.process.output()
 
+    def live_state(self, state: Callable[[], str], restart: Callable[[], None]) -> str:
+        """The lifecycle node's ``state()``, after ``restart()`` when its process is dead, does
+        not answer within 2 s, or is finalized (a rig's reset starts from here)."""
+        if not self.alive() or not self.answers(2.0):
+            restart()
+        current = state()
+        if current == "finalized":
+            restart()
+            current = state()
+        return current
+
 
 # --- cases and the ledger -------------------------------------------------------------------------------
 

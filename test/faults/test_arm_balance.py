@@ -549,12 +549,7 @@ class Rig:
         if self.settled and not self.changed and self.target.alive() and \
                 (self.free_floating, self.lock_step) == (free_floating, lock_step):
             return
-        if not self.target.alive() or not self.target.answers(2.0):
-            self.restart()
-        state = self.state()
-        if state == "finalized":
-            self.restart()
-            state = self.state()
+        state = self.target.live_state(self.state, self.restart)
         if (self.free_floating and not free_floating) or (self.lock_step and not lock_step):
             if state == "active":
                 assert self.transition("deactivate")

@@ -264,12 +264,7 @@ class Rig:
     def reset(self) -> None:
         """Back to the baseline: process alive, active, idle, fed with good joint states."""
         self.arm.normal()
-        if not self.target.alive() or not self.target.answers(2.0):
-            self.restart()
-        state = self.state()
-        if state == "finalized":
-            self.restart()
-            state = self.state()
+        state = self.target.live_state(self.state, self.restart)
         if state == "unconfigured":
             self.set_parameters(output_path=str(self.output))
             assert self.transition("configure"), self.target.output()[-2000:]
