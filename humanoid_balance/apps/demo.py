@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from humanoid_balance.cdr import header_stamp_ns  # numpy only: the per-message stamp reads
 from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.graph import GraphNode, lifecycle_nodes, sim_graph
 from humanoid_balance.ros_env import use_loopback_dds
@@ -314,8 +315,6 @@ class StrikeDriver:
         self._tick(stamp_ns(msg.clock))
 
     def _on_state(self, data: bytes) -> None:
-        from humanoid_balance.cdr import header_stamp_ns
-
         self._tick(header_stamp_ns(data))
 
     def _tick(self, now_ns: int) -> None:
@@ -348,8 +347,6 @@ class StrikeDriver:
                                                      points=[point]))
 
     def _on_command(self, data: bytes) -> None:
-        from humanoid_balance.cdr import header_stamp_ns
-
         self._answer(header_stamp_ns(data))
 
     def _answer(self, period_ns: int) -> None:
