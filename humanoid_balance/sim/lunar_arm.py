@@ -303,17 +303,14 @@ class LunarArmRosAdapter:
 
     Publishes ``/joint_states`` (position, velocity, effort = measured torque)
     at ``rate_hz`` and follows position (and velocity) targets on
-    ``command_topic``; each timer tick advances the physics by the node
-    clock's time since the last tick times ``real_time_factor`` (ticks an
-    overloaded executor missed are caught up, at most ``max_catch_up`` s in
-    one tick), so that the arm keeps time with the controller's clock. Bad
-    commands are ignored with a throttled warning.
+    ``command_topic``; each timer tick advances the physics by
+    ``real_time_factor / rate_hz`` seconds. Bad commands are ignored with a
+    throttled warning.
     """
 
     def __init__(self, node: Any, sim: LunarArmSim, *, rate_hz: float = 200.0,
                  real_time_factor: float = 1.0,
-                 command_topic: str = "/identification/command",
-                 max_catch_up: float = 0.1) -> None:
+                 command_topic: str = "/identification/command") -> None:
         from sensor_msgs.msg import JointState
 
         self.node, self.sim = node, sim
@@ -321,10 +318,7 @@ class LunarArmRosAdapter:
         self.lock = threading.Lock()
         self.pub = node.create_publisher(JointState, "/joint_states", 10)
         self.sub = node.create_subscription(JointState, command_topic, self._on_command, 10)
-        self.real_time_factor = real_time_factor
-        self.max_steps = max(1, round(max_catch_up * real_time_factor / sim.timestep))
-        self._last_ns: int | None = None
-        self._owed = 0.0  # physics steps not taken yet (fractions of a step carried over)
+        self.steps = max(1, round(real_time_factor / rate_hz / sim.timestep))
         self.timer = node.create_timer(1.0 / rate_hz, self._on_timer)
 
     def _on_command(self, msg: Any) -> None:
@@ -337,15 +331,8 @@ class LunarArmRosAdapter:
             self.node.get_logger().warning(f"command ignored: {exc}", throttle_duration_sec=2.0)
 
     def _on_timer(self) -> None:
-        now_ns = self.node.get_clock().now().nanoseconds
-        if self._last_ns is not None:
-            self._owed += (now_ns - self._last_ns) * 1e-9 * self.real_time_factor / self.sim.timestep
-        self._last_ns = now_ns
-        steps = min(int(self._owed), self.max_steps)
-        self._owed = self._owed - steps if steps < self.max_steps else 0.0  # no debt past the cap
         with self.lock:
-            if steps > 0:
-                self.sim.step(steps)
+            self.sim.step(self.steps)
             state = self.sim.joint_state()
         msg = self._msg_type()
         msg.header.stamp = self.node.get_clock().now().to_msg()
