@@ -41,6 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+
+# at import, not in the solve that needs it: importing scipy.optimize takes 0.4-0.7 s, which
+# the first cycle at a joint limit of a running 500 Hz loop must not pay
 from scipy.optimize import lsq_linear
 
 from humanoid_balance.core.joint_limits import (
