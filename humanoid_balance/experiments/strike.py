@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,8 @@ SLOWER_SPEEDS_M_S = (1.6, 1.4, 1.2)
 SWEEP_MIN_SPEED_M_S = 1.0
 SWEEP_MAX_SPEED_M_S = 4.0
 MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
+#: joint groups whose measured momentum the MuJoCo runs record (``arms``: both arms)
+MOMENTUM_GROUPS = ("arms", "waist", "legs", "neck")
 
 
 #: The momentum rows (seed 000, eq. 5) the paper holds; the experiment's default selection.
@@ -323,6 +325,10 @@ class SimRun:
     slip_m: np.ndarray  # (n,) largest horizontal sole displacement since the start
     yaw_rad: np.ndarray  # (n,) largest sole yaw change since the start
     polygon_m: np.ndarray  # (N, 2) support polygon (FSR pads) in the world
+    #: group -> (m, 2) Lx, Ly about ``W`` [N m s] of that joint group's measured velocities, per
+    #: control cycle (:data:`MOMENTUM_GROUPS`; fixed-base model at the measured joint positions):
+    #: where the momentum RMC holds at zero in its commands goes in the simulated robot
+    held_momentum_by_group: dict[str, np.ndarray]
 
 
 def measured_zmp(sim: Any, estimator: Any) -> np.ndarray | None:
@@ -368,6 +374,7 @@ class _SimRecorder:
     min_fz_n: list[float]
     slip_m: list[float]
     yaw_rad: list[float]
+    held_momentum: list[np.ndarray] = field(default_factory=list)
 
     def record(self, sim: Any, estimator: Any) -> None:
         """Read the sensors (ZMP estimator included) and the ground truth after one physics step."""
@@ -394,7 +401,9 @@ class _SimRecorder:
             com_xy_m=np.array(self.com_xy_m, dtype=float),
             min_fz_n=np.array(self.min_fz_n, dtype=float),
             slip_m=np.array(self.slip_m, dtype=float), yaw_rad=np.array(self.yaw_rad, dtype=float),
-            polygon_m=polygon_m)
+            polygon_m=polygon_m, held_momentum_by_group={
+                g: np.array([h[i] for h in self.held_momentum], dtype=float).reshape(-1, 2)
+                for i, g in enumerate(MOMENTUM_GROUPS)})
 
 
 def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,
@@ -437,9 +446,12 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
     dt = 1.0 / rate_hz
     substeps = max(1, round(dt / sim.timestep))
     rec = _SimRecorder(sole0, [], [], [], [], [], [], [])
+    group_v = _group_velocity_masks(model, sim.joint_names)
     for k in range(round((trajectory.duration + extra) / dt)):
         ref = trajectory.sample(k * dt)
-        q_model[sim_index] = sim.joint_state().position
+        state = sim.joint_state()
+        q_model[sim_index] = state.position
+        rec.held_momentum.append(_held_momentum_by_group(model, q_model, state.velocity, group_v))
         out = controller.step(RmcInput(q_model, job_joint_velocities=ref.velocity), dt)
         sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
         for _ in range(substeps):
@@ -447,6 +459,25 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             rec.record(sim, estimator)
     return rec.run(speed_m_s=float(trajectory.target_speed), selection=selection, balance=balance,
                    polygon_m=polygon)
+
+
+def _group_velocity_masks(model: Any, sim_joints: Sequence[str]) -> list[tuple[np.ndarray,
+                                                                                np.ndarray]]:
+    """Per :data:`MOMENTUM_GROUPS`: (indices into the simulation's joints, model velocity indices)."""
+    out = []
+    for group in MOMENTUM_GROUPS:
+        names = (model.group("left_arm") + model.group("right_arm") if group == "arms"
+                 else model.group(group))
+        out.append((np.array([list(sim_joints).index(n) for n in names]), model.v_index(names)))
+    return out
+
+
+def _held_momentum_by_group(model: Any, q: np.ndarray, joint_velocity: np.ndarray,
+                            groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """(groups, 2): Lx, Ly about ``W`` [N m s] of each group's measured joint velocities."""
+    w = model.frame_transform("W", q)[:3, 3]
+    a = model.momentum_matrix(q, w)[3:5]
+    return np.array([a[:, v] @ joint_velocity[s] for s, v in groups])
 
 
 def zmp_vs_contact_cop(run: SimRun) -> float:

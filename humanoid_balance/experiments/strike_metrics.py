@@ -84,6 +84,22 @@ def _zmp_and_momentum_metrics(runs: StrikeRuns) -> Metrics:
     }
 
 
+def _held_momentum_metrics(runs: StrikeRuns) -> Metrics:
+    """Peak |(Lx, Ly)| of each joint group's measured velocities in MuJoCo, with and without RMC.
+
+    RMC holds the arms' Lx, Ly at zero in its commands; in the simulated robot the
+    arms' servos track with some lag and the waist, legs and neck, held by stiff
+    servos, give way under the arms' reaction: what these carry is what moves the
+    measured ZMP beyond the CoM's projection with RMC.
+    """
+    out: Metrics = {}
+    for label, run in (("rmc", runs.sim_rmc), ("no_rmc", runs.sim_off)):
+        for group, series in run.held_momentum_by_group.items():
+            out[f"sim_peak_lxy_{group}_{label}"] = metric(
+                round(float(np.max(np.hypot(series[:, 0], series[:, 1]))), 4), "N m s")
+    return out
+
+
 def _turning_metrics(runs: StrikeRuns, friction_limit: float) -> Metrics:
     """Peak |dLz/dt| and the turning margin per variant, against ``mu C / 2 G``."""
     limit = round(friction_limit, 3)
@@ -238,7 +254,7 @@ def strike_metrics(results: StrikeResults) -> Metrics:
         **_settings_metrics(results),
         **_zmp_and_momentum_metrics(runs), **_turning_metrics(runs, limit), **_feet_metrics(runs),
         **_speed_metrics(results), **_lz_secondary_metrics(runs, limit),
-        **_paper_form_metrics(runs),
+        **_paper_form_metrics(runs), **_held_momentum_metrics(runs),
         "first_limit_paper": metric(PAPER_FIRST_LIMIT),
         "job_exact_all_cycles": metric(bool(runs.model_rmc.job_exact.all())),
         "balance_exact_all_cycles": metric(bool(runs.model_rmc.balance_exact.all())),
