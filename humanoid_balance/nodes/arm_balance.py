@@ -8,6 +8,9 @@ simulation's lock-step: one per joint state stamped at least 0.9 / ``rate`` afte
 last, outputs stamped with it, the same stamp again answered with the last command); joint
 states stamped beyond ``joint_state_timeout`` from the node clock are refused (lock-step: with
 ``use_sim_time``). ``deactivate``/``shutdown`` stop the arms within their acceleration limits.
+Joint states and job inputs are taken newest first (a queue depth of 1: a late node answers
+the newest state, not each older one in turn); a gap between triggering stamps is integrated
+whole (:meth:`humanoid_balance.core.arm_loop.ArmLoop._steps`).
 """
 
 from __future__ import annotations
@@ -93,12 +96,16 @@ class ArmBalanceNode(LifecycleNode):
                                                             qos)
         self.pub_zmp = self.create_lifecycle_publisher(PointStamped, "/arm_balance/model_zmp", qos)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
+        # the state and the job input: only the newest counts (a cycle late behind a queue of
+        # older samples would answer each of them, late, and fall further behind)
+        latest = QoSProfile(depth=1)
         self._subs = [
-            self.create_subscription(JointState, "/joint_states", self._on_joint_states, qos,
+            self.create_subscription(JointState, "/joint_states", self._on_joint_states, latest,
                                      raw=True),  # 1 kHz: read from its CDR bytes
-            self.create_subscription(TwistStamped, "/arm_balance/job_twist", self._on_twist, qos),
+            self.create_subscription(TwistStamped, "/arm_balance/job_twist", self._on_twist,
+                                     latest),
             self.create_subscription(JointState, "/arm_balance/job_joint_velocities",
-                                     self._on_job_joints, qos),
+                                     self._on_job_joints, latest),
             self.create_subscription(Float64, "/zmp/stability_margin", self._on_margin, qos)]
         if controller.needs_base_pose:
             self._subs.append(self.create_subscription(PoseStamped, v["base_pose_topic"],
@@ -279,7 +286,8 @@ class ArmBalanceNode(LifecycleNode):
         v = self.values
         status.values.update(job_arm=v["job_arm"], selection=",".join(v["selection"]),
                              secondary=",".join(rows_of(v["secondary"])) or "none",
-                             reference_point=v["reference_point"], mode=v["mode"])
+                             reference_point=v["reference_point"], mode=v["mode"],
+                             caught_up_gaps=self.loop.caught_up_gaps if self.loop else 0)
         if self._periods:
             periods = np.array(self._periods)
             status.values.update(period_ms_mean=1e3 * float(periods.mean()),

@@ -13,7 +13,15 @@ links; it needs ``tf2_msgs`` (a ROS install, no PyPI wheel): without it the node
 once at start-up that ``/tf`` is not published and why (the floating base's pose is
 on ``/sim/base_pose`` all the same).
 Follows joint commands (sensor_msgs/JointState: position and/or velocity by
-name) on each topic of ``command_topics``.
+name) on each topic of ``command_topics``. A command stamped with the simulation's
+time acts as of its stamp (:func:`command_age_s`): one that arrives late, as
+commands do free-running on a loaded machine (measured: 2-20 ms, up to 0.3 s),
+takes its position where its velocity has moved it since (and its command timeout
+runs from its stamp), instead of pulling the servo back to where the arm was meant
+to be when it was sent; free-running, the humanoid's arm servos also close what
+still jumps within the arms' acceleration limits (``arm_acceleration_limits`` of
+:class:`~humanoid_balance.sim.humanoid.HumanoidSim`). ``/diagnostics`` gives the
+stamped commands' delays (``command_delay_ms_mean``, ``_max``).
 
 The physics runs in a thread of its own at ``real_time_factor`` times wall
 time (0 = as fast as possible); subscriptions run in the executor. A command
@@ -121,15 +129,20 @@ READ_AT_START = "is read at start-up: restart the node to change it"
 def build_simulation(
     model: str, urdf_path: str | None, *, timestep: float, gravity: float | None,
     friction: float, joint_friction: float, sensor_noise: float, seed: int,
+    arm_acceleration_limits: bool = False,
 ) -> MujocoRobotSim:
-    """The simulation of one of :data:`MODELS` (``gravity`` None: the model's default)."""
+    """The simulation of one of :data:`MODELS` (``gravity`` None: the model's default).
+
+    ``arm_acceleration_limits``: the humanoid's arm servos close a command's jump within
+    the arms' acceleration limits (:class:`~humanoid_balance.sim.humanoid.HumanoidSim`).
+    """
     if model not in MODELS:
         raise HumanoidBalanceError(f"model={model!r}; mujoco_sim simulates {sorted(MODELS)}")
     g = MODELS[model] if gravity is None else gravity
     if model == "humanoid":
         return HumanoidSim(urdf_path, timestep=timestep, gravity=g, friction=friction,
                            joint_friction=joint_friction, noise=SensorNoise.nominal(sensor_noise),
-                           seed=seed)
+                           seed=seed, arm_acceleration_limits=arm_acceleration_limits)
     if model == "lunar_arm":
         from humanoid_balance.sim.lunar_arm import TABLE6_NOISE_RATIO, LunarArmSim
 
@@ -143,6 +156,23 @@ def build_simulation(
     return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,
                           gravity=g, joint_friction=joint_friction,
                           joint_position_noise=noise.joint_position_rad, seed=seed)
+
+
+def command_age_s(stamp_ns: int, now_s: float, timeout_s: float) -> float:
+    """How long ago [s] a command stamped ``stamp_ns`` was meant to act, at simulation time ``now_s``.
+
+    A command stamped with the simulation's time (what a node on ``use_sim_time`` that
+    answers a joint state does) and received up to ``timeout_s`` (``command_timeout``)
+    later is applied as of its stamp (see :meth:`MujocoRobotSim.set_targets
+    <humanoid_balance.sim.robot.MujocoRobotSim.set_targets>`); 0, applied as it comes,
+    for an unstamped one, one stamped ahead of the simulation or further back (another
+    clock, or too old to tell).
+    """
+    if stamp_ns <= 0:
+        return 0.0
+    age = now_s - stamp_ns * 1e-9
+    # the simulation's time as published is rounded to the ns: a stamp equal to it is age 0
+    return age if 1e-9 < age <= timeout_s else 0.0
 
 
 def tf_message_class() -> Any | None:
@@ -180,7 +210,9 @@ class MujocoSimNode(Node):
         self.sim = build_simulation(
             model, p["urdf_path"] or None, timestep=p["timestep"],
             gravity=None if p["gravity"] < 0 else p["gravity"], friction=p["friction"],
-            joint_friction=p["joint_friction"], sensor_noise=p["sensor_noise"], seed=p["seed"])
+            joint_friction=p["joint_friction"], sensor_noise=p["sensor_noise"], seed=p["seed"],
+            # free-running, commands come late and sparse (lock-step: at their stamps)
+            arm_acceleration_limits=not p["lock_step"])
         self.humanoid = self.sim if isinstance(self.sim, HumanoidSim) else None
         names = [n for n in p["initial_joint_names"] if n]
         if names:
@@ -228,7 +260,11 @@ class MujocoSimNode(Node):
                 f"ros-<distro>-tf2-msgs, not from PyPI), so nothing gives world -> "
                 f"{self.sim.root_body} to rviz; the base pose is {where}")
         self._lock = threading.Lock()
-        self._pending: list[tuple[tuple[str, ...], np.ndarray | None, np.ndarray | None]] = []
+        self._pending: list[tuple[int, tuple[str, ...], np.ndarray | None,
+                                  np.ndarray | None]] = []
+        #: the commands' delays [s of simulation time] since the last diagnostics (sum, count,
+        #: max): how late a stamped command arrived
+        self._delays = [0.0, 0, 0.0]
         self.commands_applied = 0
         self.commands_rejected = 0
         #: why the newest rejected command was rejected ("" : none yet)
@@ -370,7 +406,7 @@ class MujocoSimNode(Node):
             self._reject(problem)
             return
         with self._lock:
-            self._pending.append((names, position, velocity))
+            self._pending.append((msg.stamp_ns, names, position, velocity))
 
     def _reject(self, problem: str) -> None:
         """Count and (rate-limited) log a command ignored because of ``problem``."""
@@ -470,11 +506,18 @@ class MujocoSimNode(Node):
             return
         with self._lock:
             pending, self._pending = self._pending, []
-        for names, position, velocity in pending:
+        now = self.sim.time
+        for stamp_ns, names, position, velocity in pending:
+            age = command_age_s(stamp_ns, now, self.timeout.timeout_s)
             try:
-                self.sim.set_targets(names, position, velocity)
-                self.timeout.commanded(names, self.sim.time)
+                self.sim.set_targets(names, position, velocity, age_s=age)
+                self.timeout.commanded(names, now - age)
                 self.commands_applied += 1
+                if age > 0.0:
+                    delays = self._delays
+                    delays[0] += age
+                    delays[1] += 1
+                    delays[2] = max(delays[2], age)
             except HumanoidBalanceError as exc:  # checked on receipt; belt and braces
                 self.commands_rejected += 1
                 self.last_rejection = str(exc)
@@ -582,6 +625,7 @@ class MujocoSimNode(Node):
             "commands_applied": self.commands_applied,
             "commands_rejected": self.commands_rejected,
             "command_age_s": self.timeout.age_s(sim_time),
+            **self._take_delays(),
             "holding": ",".join(holding) or "none",
             "holds": self.timeout.holds,
             "lock_step": self.gate is not None,
@@ -620,6 +664,13 @@ class MujocoSimNode(Node):
         except Exception as exc:
             if not shut_down_by(self, exc):
                 raise
+
+    def _take_delays(self) -> dict[str, float]:
+        """The stamped commands' delays since the last call [ms]: mean and max (0: none late)."""
+        total, count, largest = self._delays
+        self._delays = [0.0, 0, 0.0]
+        return {"command_delay_ms_mean": 1e3 * total / count if count else 0.0,
+                "command_delay_ms_max": 1e3 * largest}
 
     def stop(self) -> None:
         """Stop the physics thread: no rclpy call of it runs or starts after this; join it."""

@@ -10,6 +10,9 @@ The URDF the controllers use (``urdf/humanoid.urdf``) is loaded into MuJoCo with
   ``tau = kp (q_d - q) + kv (qd_d - qd)``, clipped to the URDF effort limit. It is
   a MuJoCo ``general`` actuator (``gain kp, bias [0, -kp, -kv]``, control
   ``q_d + kv/kp qd_d``), so the damping is integrated implicitly (``implicitfast``);
+  with ``arm_acceleration_limits``, the arm joints' targets close a jump of their
+  command within the arms' acceleration limits (seed 000, Table 2;
+  :mod:`humanoid_balance.sim.robot`);
 - a 6-axis force/torque sensor at each ankle (MuJoCo force and torque sensors at
   the foot body's origin, which is the URDF's ``{side}_foot_ft`` frame);
 - an inclinometer: the orientation of the waist's upper plate (``waist_plate``).
@@ -28,6 +31,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from humanoid_balance.core.joint_limits import ARM_ACCELERATION_LIMITS_DEG_S2
 from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
@@ -90,6 +94,11 @@ class HumanoidSim(MujocoRobotSim):
         noise: sensor noise (default noise-free).
         seed: seed of the noise generator.
         gains: servo gains by joint-name prefix (default :data:`DEFAULT_GAINS`).
+        arm_acceleration_limits: the arm servos' targets move within the arms'
+            acceleration limits (seed 000, Table 2): a command that jumps (late or sparse
+            commands of a free-running simulation) is closed along a ramp instead of with an
+            impulse. Off, each command is taken as it comes (the in-process runs and the
+            lock-step simulation, whose commands act at their stamps, every period).
     """
 
     def __init__(
@@ -103,10 +112,12 @@ class HumanoidSim(MujocoRobotSim):
         noise: SensorNoise | None = None,
         seed: int = 0,
         gains: Sequence[tuple[str, ServoGains]] = DEFAULT_GAINS,
+        arm_acceleration_limits: bool = False,
     ) -> None:
         if not np.isfinite(friction) or friction < 0:
             raise InvalidInputError(f"friction={friction} must be finite and >= 0")
         self.friction = friction
+        self.arm_acceleration_limits = arm_acceleration_limits
         self.noise = noise if noise is not None else SensorNoise()
         self._contacts_valid_at = -1.0
         self._fsr = np.zeros((2, FSR_COUNT))
@@ -183,6 +194,13 @@ class HumanoidSim(MujocoRobotSim):
             name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
             for name in ("pelvis", "left_sole", "right_sole", "left_foot", "right_foot")
         }
+        if self.arm_acceleration_limits:
+            # the arms' drives: a command that jumps (late, sparse) is closed within their
+            # acceleration limits, not with an impulse (see humanoid_balance.sim.robot)
+            arms = {f"{side}_{joint}": float(np.deg2rad(limit)) for side in SIDES
+                    for joint, limit in ARM_ACCELERATION_LIMITS_DEG_S2.items()}
+            self.set_acceleration_limits({n: a for n, a in arms.items()
+                                          if n in self.joint_names})
 
     def _place_base(self) -> None:
         """Stand on the floor: the lowest sole just touches it."""

@@ -217,6 +217,32 @@ def test_dt_is_clamped_to_ten_periods(model: RobotModel) -> None:
     assert after.position[0] - before.position[0] == pytest.approx(-0.2 * 10 * PERIOD)
 
 
+@pytest.mark.parametrize(("gap_s", "integrated_s", "counted"), [
+    (0.038 + PERIOD, 0.038 + PERIOD, 1),  # beyond 10 periods: whole, in two steps
+    (0.010, 0.010, 0),  # within 10 periods: one step
+    (1.5, 10 * PERIOD, 0),  # beyond MAX_LAG_S: a restart, 10 periods
+])
+def test_a_stamp_gap_is_integrated_whole_up_to_the_lag_limit(
+        model: RobotModel, gap_s: float, integrated_s: float, counted: int) -> None:
+    """Stamp-triggered cycles (lock-step, joint_states trigger): the commands' consumer went on
+    with the last velocity over the gap, so the next command covers all of it (up to 1 s)."""
+    rig = Rig(model)
+    velocity = {"right_shoulder_pitch": -0.2}
+    for _ in range(100):
+        rig.ask(velocity)
+        rig.t += PERIOD
+        rig.measure()
+        before = rig.loop.cycle(rig.t, rig.state, rig.job, rig.margin, stamp_s=rig.t)
+    assert isinstance(before, Command)
+    rig.t += gap_s
+    rig.ask(velocity)
+    rig.measure()
+    after = rig.loop.cycle(rig.t, rig.state, rig.job, rig.margin, stamp_s=rig.t)
+    assert isinstance(after, Command)
+    assert after.position[0] - before.position[0] == pytest.approx(-0.2 * integrated_s)
+    assert rig.loop.caught_up_gaps == counted
+
+
 def test_selection_switches_between_cycles(model: RobotModel) -> None:
     """set_selection(Lx, Ly, Lz): outputs hold three rows, at zero once the aux arm caught up."""
     rig = Rig(model)
