@@ -24,8 +24,23 @@
    without the bus. ``cycle_us_median``: one whole
    :meth:`WaistController.servo_cycle` on a virtual bus (decode, safety checks,
    servo, DBC encode, send).
+3. CPU of one servo period with the simulated drives in the process (the simulation
+   graph's ``waist_controller``: ``simulated_drives``, the drives stepped by the servo
+   thread), each figure from a fresh process:
+   ``sim_servo_period_cpu_us``: the servo thread's work per period, ``drives.step`` then
+   ``servo_cycle`` (drives answer, encode and decode on the DBC, frames through python-can's
+   virtual bus, the drives' physics, the controller), back to back, CPU time of the thread;
+   ``*_paced``: the same paced at 500 Hz (the thread sleeps between periods as in the node,
+   and finds its caches cold); ``node_servo_thread_cpu_us_per_period``: the node itself,
+   in-process with ``graph.sim_graph``'s parameters, active and following a command, the
+   ``waist-servo`` thread's CPU (``/proc/self/task/<tid>/schedstat``: sleeping, the loop,
+   the drives, the controller, publishing) per servo period.
+   ``--baseline DIR`` measures another source tree too (e.g. ``git archive`` of an older
+   commit unpacked in DIR), alternating with this one ``--rounds`` times, and adds
+   ``*_baseline`` and ``*_ratio`` (this tree over the baseline, median of the rounds'
+   ratios: what counts on a shared machine). ``--cpu-only`` skips part 1.
 
-    python benchmarks/waist.py [--seconds 10]
+    python benchmarks/waist.py [--seconds 10] [--cpu-only] [--baseline DIR [--rounds 3]]
 
 Writes benchmarks/results/waist.json (format of shared/RESULTS.md).
 """
@@ -33,14 +48,19 @@ Writes benchmarks/results/waist.json (format of shared/RESULTS.md).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# the source tree measured: this checkout, or HB_SOURCE_ROOT (the --baseline probes)
+sys.path.insert(0, os.environ.get("HB_SOURCE_ROOT") or str(Path(__file__).resolve().parent.parent))
 
 from humanoid_balance.ros_env import use_loopback_dds
 
@@ -95,6 +115,171 @@ def controller_cycle_us(samples: int = 5000) -> float:
             out[k] = time.perf_counter() - t0
             sim.step(0.002)
     return float(np.median(out) * 1e6)
+
+
+def _sim_rig(channel: str) -> tuple[Any, Any, Any]:
+    """Simulated drives (the torso on them), a polled bus and an enabled controller following a
+    60 s ramp in pitch and roll: the lock-step rig of the node with ``simulated_drives``."""
+    from humanoid_balance.can.bus import WaistCanBus
+    from humanoid_balance.can.controller import WaistController, WaistControllerConfig
+    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+
+    sim = SimulatedWaist(channel=channel, torso=TorsoLoad())
+    bus = WaistCanBus(channel=channel, use_notifier=False, clock=lambda: sim.time_s)
+    ctl = WaistController(WaistControllerConfig(), bus)
+    for _ in range(5):
+        sim.step(0.002)
+        ctl.servo_cycle(sim.time_s)
+    ctl.enable(sim.time_s)
+    times = np.linspace(0.0, 60.0, 61)
+    ctl.set_trajectory(times, np.radians(np.column_stack([times * 0.5, -1 - 0.05 * times])),
+                       sim.time_s)
+    return sim, bus, ctl
+
+
+def sim_servo_period_cpu_us(periods: int = 4000, pace_s: float = 0.0) -> float:
+    """Mean CPU time of one servo period with simulated drives (``drives.step`` then
+    ``servo_cycle``, as the node's servo thread runs them), microseconds.
+
+    Args:
+        periods: servo periods measured (after 200 not measured).
+        pace_s: sleep before each period (0: back to back; 0.0015: about the node's pace at
+            500 Hz, where the thread wakes to cold caches).
+    """
+    import gc
+
+    sim, bus, ctl = _sim_rig(f"bench_cpu_{os.getpid()}")
+    try:
+        gc.collect()
+        gc.freeze()  # as the node does when it activates
+        dt = ctl.config.gains.dt
+        total = 0.0
+        for k in range(200 + periods):
+            if pace_s > 0.0:
+                time.sleep(pace_s)
+            start = time.thread_time()
+            sim.step(dt)
+            ctl.servo_cycle(sim.time_s)
+            if k >= 200:
+                total += time.thread_time() - start
+        if ctl.state.value != "running":
+            raise RuntimeError(f"the rig left RUNNING ({ctl.state.value}: {ctl.fault_reason})")
+    finally:
+        gc.unfreeze()
+        bus.close()
+        sim.close()
+    return 1e6 * total / periods
+
+
+def node_servo_thread_cpu_us(seconds: float) -> float:
+    """CPU of the node's ``waist-servo`` thread per servo period, microseconds: the node
+    in-process with ``graph.sim_graph``'s parameters (simulated drives hosted and stepped by the
+    servo thread) on the wall clock, active, following a ramp, publishing."""
+    use_loopback_dds()
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from rclpy.parameter import Parameter
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from humanoid_balance import graph
+    from humanoid_balance.nodes.waist_controller import WaistControllerNode
+
+    spec = next(n for n in graph.sim_graph(lock_step=False) if n.name == "waist_controller")
+    overrides = {**spec.parameters, "use_sim_time": False,
+                 "can.channel": f"bench_node_cpu_{os.getpid()}"}
+    rclpy.init()
+    node = WaistControllerNode(parameter_overrides=[Parameter(k, value=v)
+                                                    for k, v in overrides.items()])
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+
+    def spin(duration: float) -> None:
+        end = time.monotonic() + duration
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+
+    try:
+        if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            raise RuntimeError("configure failed")
+        if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            raise RuntimeError("activate failed")
+        command = JointTrajectory(joint_names=["waist_pitch", "waist_roll"])
+        for t in np.linspace(0.0, seconds + 5.0, 11):
+            point = JointTrajectoryPoint(positions=[np.radians(0.5 * t), np.radians(-1 - 0.1 * t)])
+            point.time_from_start.sec, point.time_from_start.nanosec = int(t), int(t % 1 * 1e9)
+            command.points.append(point)
+        node._on_command(command)  # as the subscription would hand it over
+        spin(1.0)
+        assert node._thread is not None and node.controller is not None
+        stat = Path(f"/proc/self/task/{node._thread.native_id}/schedstat")
+        cpu0, cycles0 = int(stat.read_text().split()[0]), node.controller.cycles
+        spin(seconds)
+        cpu1, cycles1 = int(stat.read_text().split()[0]), node.controller.cycles
+        if node.controller.state.value != "running":
+            raise RuntimeError(f"the node left RUNNING ({node.controller.fault_reason})")
+        node.trigger_deactivate()
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return (cpu1 - cpu0) * 1e-3 / (cycles1 - cycles0)
+
+
+#: the CPU figures of part 3, each from a fresh process (``--probe``)
+CPU_PROBES = ("sim_servo_period_cpu_us", "sim_servo_period_cpu_us_paced",
+              "node_servo_thread_cpu_us_per_period")
+
+
+def cpu_probe(name: str, seconds: float) -> float:
+    """One CPU figure of this process's source tree."""
+    if name == "sim_servo_period_cpu_us":
+        return sim_servo_period_cpu_us()
+    if name == "sim_servo_period_cpu_us_paced":
+        return sim_servo_period_cpu_us(periods=2500, pace_s=0.0015)
+    return node_servo_thread_cpu_us(seconds)
+
+
+def run_probe(name: str, seconds: float, source_root: str | None = None) -> float:
+    """:func:`cpu_probe` in a fresh process, on ``source_root`` (default this checkout)."""
+    env = dict(os.environ)
+    if source_root is not None:
+        env["HB_SOURCE_ROOT"] = source_root
+    else:
+        env.pop("HB_SOURCE_ROOT", None)
+    done = subprocess.run([sys.executable, __file__, "--probe", name, "--seconds", str(seconds)],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"probe {name} on {source_root or sys.path[0]} failed:\n"
+                           f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return float(json.loads(lines[-1])[name])
+
+
+def cpu_metrics(seconds: float, baseline: str | None, rounds: int) -> dict[str, dict[str, Any]]:
+    """Part 3: each CPU figure (median of ``rounds`` fresh processes); with a baseline tree its
+    figures too, measured alternately with this tree's, and the median ratio."""
+    from humanoid_balance.results import metric
+
+    metrics: dict[str, dict[str, Any]] = {}
+    for name in CPU_PROBES:
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(rounds):
+            if baseline is not None:
+                theirs.append(run_probe(name, seconds, baseline))
+            ours.append(run_probe(name, seconds))
+            print(f"{name}: this tree {ours[-1]:.1f} us"
+                  + (f", baseline {theirs[-1]:.1f} us" if theirs else ""), flush=True)
+        metrics[name] = metric(round(statistics.median(ours), 1), "us", better="lower")
+        if theirs:
+            metrics[f"{name}_baseline"] = metric(round(statistics.median(theirs), 1), "us")
+            ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+            metrics[f"{name}_ratio"] = metric(round(statistics.median(ratios), 2), "x",
+                                              better="lower")
+            metrics[f"{name}_ratios_per_round"] = metric(
+                ",".join(f"{r:.2f}" for r in ratios), "x")
+    return metrics
 
 
 class _EchoDrives:
@@ -260,9 +445,26 @@ def main() -> int:
                         help="servo_priority: servo thread SCHED_FIFO priority (0 = normal)")
     parser.add_argument("--process-priority", type=int, default=0,
                         help="SCHED_FIFO of the whole process, as chrt -f (0 = normal)")
+    parser.add_argument("--cpu-only", action="store_true",
+                        help="only the CPU figures (part 3), not the period jitter")
+    parser.add_argument("--baseline", default=None,
+                        help="another source tree whose CPU figures are measured alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per CPU figure")
+    parser.add_argument("--probe", choices=CPU_PROBES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe is not None:  # one CPU figure of this tree (run_probe's subprocess)
+        print(json.dumps({args.probe: cpu_probe(args.probe, args.seconds)}), flush=True)
+        return 0
     from humanoid_balance.results import metric, write_results
 
+    cpu = cpu_metrics(min(args.seconds, 5.0), args.baseline, args.rounds)
+    command = (f"python benchmarks/waist.py --seconds {args.seconds:g} --priority {args.priority} "
+               f"--process-priority {args.process_priority} --rounds {args.rounds}"
+               + (" --cpu-only" if args.cpu_only else "")
+               + (f" --baseline {args.baseline}" if args.baseline else ""))
+    if args.cpu_only:
+        write_results("waist", cpu, command=command)
+        return 0
     step = core_step_us()
     cycle = controller_cycle_us()
     if args.process_priority > 0:  # as `chrt -f N python benchmarks/waist.py`: every thread
@@ -284,9 +486,9 @@ def main() -> int:
         "period_error_ms_max_with_sim_drives": metric(float(sim_ms.max()), "ms", better="lower"),
         "step_us_median": metric(step, "us", target=20.0, better="lower"),
         "cycle_us_median": metric(cycle, "us", better="lower"),
+        **cpu,
     }
-    write_results("waist", metrics, command=f"python benchmarks/waist.py --seconds {args.seconds:g} "
-                  f"--priority {args.priority} --process-priority {args.process_priority}")
+    write_results("waist", metrics, command=command)
     return 0
 
 

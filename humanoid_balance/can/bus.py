@@ -282,16 +282,16 @@ class WaistCanBus(MotorBus):
         decoded = self.protocol.decode(msg)
         with self._lock:
             self._counters["received"] += 1
-            if isinstance(decoded, Rejected):
+            if isinstance(decoded, DriveFeedback):  # the frame of every servo period first
+                if decoded.motor_id in NODE_IDS:
+                    self._feedback[decoded.motor_id] = FeedbackSample(decoded, now)
+                    self._counters["feedback"] += 1
+            elif isinstance(decoded, Rejected):
                 self._counters[f"rejected_{decoded.reason}"] += 1
                 if decoded.reason == "error_frame":
                     self._counters["error_frames"] += 1
                 if decoded.bus_off:
                     self._bus_off = True
-            elif isinstance(decoded, DriveFeedback):
-                if decoded.motor_id in NODE_IDS:
-                    self._feedback[decoded.motor_id] = FeedbackSample(decoded, now)
-                    self._counters["feedback"] += 1
             elif isinstance(decoded, DriveStatus):
                 self._status[decoded.motor_id] = decoded
                 self._counters["status"] += 1

@@ -33,7 +33,6 @@ takes the torso's gravity torque from the simulation.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 import time
@@ -66,6 +65,9 @@ FloatArray = NDArray[np.float64]
 #: the real-time thread's name, Python's and the OS's (``/proc/<pid>/task/<tid>/comm``)
 SIMULATED_DRIVES_THREAD_NAME = "simulated-waist"
 GRAVITY = 9.81
+#: the setpoint frame kind each drive mode takes
+_MODE_KIND = {ControlCommand.MODE_CURRENT: "current", ControlCommand.MODE_VELOCITY: "velocity",
+              ControlCommand.MODE_POSITION: "position"}
 
 
 @dataclass(frozen=True)
@@ -235,9 +237,7 @@ class SimulatedDrive:
 
     def on_setpoint(self, command: SetpointCommand, now_s: float) -> None:
         """Apply a setpoint frame: only an enabled drive in the matching mode takes it."""
-        kind = {ControlCommand.MODE_CURRENT: "current", ControlCommand.MODE_VELOCITY: "velocity",
-                ControlCommand.MODE_POSITION: "position"}[self.mode]
-        if self.enabled and command.kind == kind:
+        if self.enabled and command.kind == _MODE_KIND[self.mode]:
             self.setpoint = command.values[self.node_id - 1]
             self.last_setpoint_s = now_s
 
@@ -465,9 +465,12 @@ class SimulatedWaist:
     # --- internals --------------------------------------------------------------------
 
     def _send(self, msg: can.Message) -> None:
-        # a real drive cannot report a failed send either
-        with contextlib.suppress(can.CanError):
+        # a real drive cannot report a failed send either (try/except: contextlib.suppress costs a
+        # microsecond a frame)
+        try:  # noqa: SIM105
             self.bus.send(msg, timeout=0.01)
+        except can.CanError:
+            pass
 
     def _handle(self, msg: can.Message) -> None:
         decoded = self.protocol.decode(msg)
@@ -525,7 +528,12 @@ class SimulatedWaist:
     def _integrate(self, h: float, steps: int) -> None:
         """``steps`` sub-steps of ``h`` s (``time_s`` advances with them).
 
-        Plain floats: numpy on 2-vectors costs more in call overhead than in arithmetic.
+        Plain floats: numpy on 2-vectors costs more in call overhead than in arithmetic. The
+        drives' state does not change within the call (frames are handled between calls), so
+        what depends on it only is read once: a current-mode reference (the setpoint, limited),
+        the torso's ``m g h``; the expressions are those of
+        :meth:`SimulatedDrive.current_reference`, :meth:`SimulatedDrive.brake_engaged` and
+        :meth:`TorsoLoad.gravity_torque_at`, in the same order (the same floats).
         """
         p = self.params
         k = p.current_loop_gain
@@ -536,45 +544,75 @@ class SimulatedWaist:
         (j00, j01), (j10, j11) = self._j_qw
         (m00, m01), (m10, m11) = self._mass_inv
         torso = self.torso
+        mgh = 0.0 if torso is None else torso.mass_kg * GRAVITY * torso.com_height_m
         drives = self.drives
-        theta = [float(self.theta[0]), float(self.theta[1])]
-        omega = [float(self.omega[0]), float(self.omega[1])]
-        current = [float(self.current[0]), float(self.current[1])]
-        external = (float(self.external_joint_torque[0]), float(self.external_joint_torque[1]))
+        enabled = (drives[0].enabled, drives[1].enabled)
+        # per drive: its constant current reference (current mode), or None (computed each sub-step)
+        fixed_ref = tuple(d.current_reference(0.0, 0.0)
+                          if d.enabled and d.mode == ControlCommand.MODE_CURRENT else None
+                          for d in drives)
+        # the drives whose brake may engage (not enabled), and its delay after the disable
+        brake_delay = p.brake_delay_s
+        disabled = [i for i in (0, 1) if not enabled[i]]
+        t0, t1 = float(self.theta[0]), float(self.theta[1])
+        w0, w1 = float(self.omega[0]), float(self.omega[1])
+        c0, c1 = float(self.current[0]), float(self.current[1])
+        external0, external1 = (float(self.external_joint_torque[0]),
+                                float(self.external_joint_torque[1]))
+        one_plus_k, neg_lim = 1.0 + k, -lim
+        enabled0, enabled1 = enabled
+        ref0, ref1 = fixed_ref
+        sin, cos = math.sin, math.cos
+        now = self.time_s
         for _ in range(steps):
-            for idx in (0, 1):
-                drive = drives[idx]
-                if drive.enabled:
-                    i_ref = drive.current_reference(theta[idx], omega[idx])
-                    i_inf = (k * i_ref - back_emf * omega[idx]) / (1.0 + k)
-                    i_new = i_inf + (current[idx] - i_inf) * decay
-                    current[idx] = min(max(i_new, -lim), lim)
-                else:
-                    current[idx] = 0.0  # output stage off
-            tq0, tq1 = external
-            if torso is not None:
-                g0, g1 = torso.gravity_torque_at(j00 * theta[0] + j01 * theta[1],
-                                                 j10 * theta[0] + j11 * theta[1])
-                tq0 += g0
-                tq1 += g1
-            tau0 = kt * current[0] - b * omega[0] + (j00 * tq0 + j10 * tq1)
-            tau1 = kt * current[1] - b * omega[1] + (j01 * tq0 + j11 * tq1)
-            braked = [i for i in (0, 1) if drives[i].brake_engaged(self.time_s)]
-            if braked:
-                self.omega = np.array(omega)  # _accelerations reads the speeds
-                acc = self._accelerations(np.array([tau0, tau1]), braked, p.brake_torque_nm, h)
-                a0, a1 = float(acc[0]), float(acc[1])
+            # the current loops (motor 1, motor 2), limited (min(max(i, -lim), lim) as branches: a
+            # builtin call costs more than the arithmetic); off when the drive is not enabled
+            if enabled0:
+                i_ref = drives[0].current_reference(t0, w0) if ref0 is None else ref0
+                i_inf = (k * i_ref - back_emf * w0) / one_plus_k
+                c0 = i_inf + (c0 - i_inf) * decay
+                if c0 < neg_lim:
+                    c0 = neg_lim
+                elif c0 > lim:
+                    c0 = lim
             else:
-                a0, a1 = m00 * tau0 + m01 * tau1, m10 * tau0 + m11 * tau1
-            omega = [omega[0] + a0 * h, omega[1] + a1 * h]
-            for i in braked:
-                if abs(omega[i]) < 1e-9:
-                    omega[i] = 0.0
-            theta = [theta[0] + omega[0] * h, theta[1] + omega[1] * h]
-            self.time_s += h
-        self.current = np.array(current)
-        self.omega = np.array(omega)
-        self.theta = np.array(theta)
+                c0 = 0.0
+            if enabled1:
+                i_ref = drives[1].current_reference(t1, w1) if ref1 is None else ref1
+                i_inf = (k * i_ref - back_emf * w1) / one_plus_k
+                c1 = i_inf + (c1 - i_inf) * decay
+                if c1 < neg_lim:
+                    c1 = neg_lim
+                elif c1 > lim:
+                    c1 = lim
+            else:
+                c1 = 0.0
+            tq0, tq1 = external0, external1
+            if torso is not None:
+                pitch = j00 * t0 + j01 * t1
+                roll = j10 * t0 + j11 * t1
+                tq0 += mgh * sin(pitch) * cos(roll)
+                tq1 += mgh * cos(pitch) * sin(roll)
+            tau0 = kt * c0 - b * w0 + (j00 * tq0 + j10 * tq1)
+            tau1 = kt * c1 - b * w1 + (j01 * tq0 + j11 * tq1)
+            braked = ([i for i in disabled if now - drives[i].disabled_since_s >= brake_delay]
+                      if disabled else disabled)
+            if braked:
+                self.omega = np.array((w0, w1))  # _accelerations reads the speeds
+                acc = self._accelerations(np.array([tau0, tau1]), braked, p.brake_torque_nm, h)
+                w0, w1 = w0 + float(acc[0]) * h, w1 + float(acc[1]) * h
+                if 0 in braked and abs(w0) < 1e-9:
+                    w0 = 0.0
+                if 1 in braked and abs(w1) < 1e-9:
+                    w1 = 0.0
+            else:
+                w0, w1 = w0 + (m00 * tau0 + m01 * tau1) * h, w1 + (m10 * tau0 + m11 * tau1) * h
+            t0, t1 = t0 + w0 * h, t1 + w1 * h
+            now += h
+        self.time_s = now
+        self.current = np.array((c0, c1))
+        self.omega = np.array((w0, w1))
+        self.theta = np.array((t0, t1))
 
     def _accelerations(self, tau: FloatArray, braked: list[int], capacity: float,
                        h: float) -> FloatArray:
