@@ -564,29 +564,20 @@ class SimulatedWaist:
         ref0, ref1 = fixed_ref
         sin, cos = math.sin, math.cos
         now = self.time_s
+
+        def current(drive: SimulatedDrive, ref: float | None, c: float, t: float,
+                    w: float) -> float:
+            """One motor's current loop after a sub-step, limited (min(max(i, -lim), lim) as
+            branches: a builtin call costs more than the arithmetic)."""
+            i_ref = drive.current_reference(t, w) if ref is None else ref
+            i_inf = (k * i_ref - back_emf * w) / one_plus_k
+            c = i_inf + (c - i_inf) * decay
+            return neg_lim if c < neg_lim else (lim if c > lim else c)
+
         for _ in range(steps):
-            # the current loops (motor 1, motor 2), limited (min(max(i, -lim), lim) as branches: a
-            # builtin call costs more than the arithmetic); off when the drive is not enabled
-            if enabled0:
-                i_ref = drives[0].current_reference(t0, w0) if ref0 is None else ref0
-                i_inf = (k * i_ref - back_emf * w0) / one_plus_k
-                c0 = i_inf + (c0 - i_inf) * decay
-                if c0 < neg_lim:
-                    c0 = neg_lim
-                elif c0 > lim:
-                    c0 = lim
-            else:
-                c0 = 0.0
-            if enabled1:
-                i_ref = drives[1].current_reference(t1, w1) if ref1 is None else ref1
-                i_inf = (k * i_ref - back_emf * w1) / one_plus_k
-                c1 = i_inf + (c1 - i_inf) * decay
-                if c1 < neg_lim:
-                    c1 = neg_lim
-                elif c1 > lim:
-                    c1 = lim
-            else:
-                c1 = 0.0
+            # the current loops (motor 1, motor 2); off when the drive is not enabled
+            c0 = current(drives[0], ref0, c0, t0, w0) if enabled0 else 0.0
+            c1 = current(drives[1], ref1, c1, t1, w1) if enabled1 else 0.0
             tq0, tq1 = external0, external1
             if torso is not None:
                 pitch = j00 * t0 + j01 * t1
