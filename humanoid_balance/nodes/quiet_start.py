@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["exit_quietly_if_starting_one_of", "exit_quietly_while_starting", "is_program"]
+__all__ = ["exit_quietly_if_starting_one_of", "exit_quietly_while_starting", "is_program",
+           "no_rendering_in"]
 
 
 def is_program(module_name: str, script: str) -> bool:
@@ -69,3 +70,19 @@ def exit_quietly_if_starting_one_of(scripts: tuple[str, ...]) -> bool:
     """
     return any(exit_quietly_while_starting("", script) for script in scripts
                if is_program("", script))
+
+
+def no_rendering_in(script: str) -> bool:
+    """When the program is ``script`` (a simulation that never renders), MuJoCo without OpenGL.
+
+    Importing ``mujoco`` loads its GLFW context unless ``MUJOCO_GL`` says ``disable``, and
+    the ``glfw`` package then checks its library's version in a child Python process
+    (about 50 ms). A signal during start-up ended the node while that child still wrote
+    its answer: the child's ``BrokenPipeError`` traceback landed in the node's output (seen
+    once in 16 stops of ``mujoco_sim``, in the fresh-clone CI). ``MUJOCO_GL`` set by the
+    user is kept. Returns whether the program is ``script``.
+    """
+    if not is_program("", script):
+        return False
+    os.environ.setdefault("MUJOCO_GL", "disable")
+    return True

@@ -198,6 +198,29 @@ def test_signal_during_start_up_ends_mujoco_sim_cleanly(tmp_path: Path) -> None:
     assert not unclean, f"{len(unclean)} unclean exits; the first:\n{unclean[0]}"
 
 
+@pytest.mark.parametrize(("preset", "expected"), [(None, "disable"), ("egl", "egl")])
+def test_the_simulation_program_imports_mujoco_without_opengl(
+        tmp_path: Path, preset: str | None, expected: str) -> None:
+    """Run as ``mujoco_sim``, the node module loads MuJoCo with ``MUJOCO_GL=disable`` (no glfw,
+    whose version check ran a child Python process that a start-up signal left writing into a
+    closed pipe); a ``MUJOCO_GL`` the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    program = tmp_path / "mujoco_sim"  # what is_program() recognises: the console script's name
+    program.write_text("import os, sys\nimport humanoid_balance.nodes.mujoco_sim\n"
+                       "print(os.environ.get('MUJOCO_GL'), 'glfw' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}
+    if preset is not None:
+        env["MUJOCO_GL"] = preset
+    out = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out[0] == expected
+    if preset is None:
+        assert out[1] == "False"
+
+
 #: s after a node's process starts loading numpy (the first heavy import: its extension appears
 #: in /proc/PID/maps) at which it is stopped: the imports of numpy, rclpy and the node (about
 #: 1 s here), the constructor, and (lifecycle nodes) unconfigured and reachable.
