@@ -592,7 +592,6 @@ class WaistController:
         return ((q_ref[0] - offset[0] - droop[0], q_ref[1] - offset[1] - droop[1]),
                 _mul(self._j_qw, self._motor_rate))
 
-
     def update(self, *, outer_gain_per_s: float | None = None, limit_policy: str | None = None,
                command_timeout_s: float | None = None,
                inclinometer_timeout_s: float | None = None,
