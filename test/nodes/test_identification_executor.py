@@ -234,37 +234,6 @@ def test_start_refused_without_joint_states(fast_harness: Harness) -> None:
         False, "refused to start: no /joint_states with the arm joints received")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("joint", "angle_deg", "reason"), [
-    (0, 178.0, "left their limits"),  # joint1's limit is 170 deg
-    (3, -115.0, "is below 10.0 mm"),  # joint4 at -115 deg: link3 and link5 3 mm apart
-])
-def test_leaving_limits_or_clearance_mid_run_stops_and_reports(
-        fast_harness: Harness, joint: int, angle_deg: float, reason: str) -> None:
-    """A joint outside its limits, or links closer than clearance, during the run: stop, report, hold."""
-    from diagnostic_msgs.msg import DiagnosticStatus
-
-    h = fast_harness
-    assert h.sim is not None and h.adapter is not None
-    h.activate()
-    h.spin(0.5)
-    assert h.call(h.start_client).success
-    assert h.spin(10.0, lambda: any(p.get("pass") == "forward" for p in h.progress()))
-    q = np.radians(STATIC_DEG)
-    q[joint] = np.radians(angle_deg)
-    with h.adapter.lock:  # the arm pushed there (a collision, a slipping joint)
-        h.sim.reset(dict(zip(h.sim.joint_names, q, strict=True)))
-    assert h.spin(2.0, lambda: h.node.state == "failed")
-    assert reason in h.node.message
-    assert h.spin(2.0, lambda: any(s.level == DiagnosticStatus.ERROR and reason in s.message
-                                   for d in h.diagnostics for s in d.status))
-    h.spin(0.2)
-    assert h.commands and not any(h.commands[-1].velocity)  # the hold: where it is, at rest
-    h.commands.clear()
-    h.spin(0.3)
-    assert h.commands == []  # and nothing more is commanded
-
-
 def test_optimised_configuration_keeps_clearance(rclpy_context: Any) -> None:
     """optimize_configuration: every sweep's start configuration keeps the 1 cm clearance."""
     from rclpy.lifecycle import TransitionCallbackReturn

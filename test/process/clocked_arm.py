@@ -41,12 +41,12 @@ class ClockedArm:
     """The fake arm and the clock: the test drives time (``/clock``, the executor runs on it).
 
     Each tick advances the clock by 5 ms and publishes a joint state stamped then (unless
-    ``paused``): the last command's position and velocity, effort the gravity torques there
-    plus N(0, 0.005 N m) noise (seeded). While commands flow (one came within ``FLOWING_NS``
-    and the last wait did not time out), each tick waits in lock-step until the executor's
-    command for the current time arrived (``LAG_NS``), so a loaded machine slows the run
-    down instead of leaving the arm behind; ticks then go at up to twice real time, otherwise
-    at real time.
+    ``paused``): the last command's position and velocity (``pushed_to`` at rest while set),
+    effort the gravity torques there plus N(0, 0.005 N m) noise (seeded). While commands
+    flow (one came within ``FLOWING_NS`` and the last wait did not time out), each tick waits
+    in lock-step until the executor's command for the current time arrived (``LAG_NS``), so a
+    loaded machine slows the run down instead of leaving the arm behind; ticks then go at up
+    to twice real time, otherwise at real time.
     """
 
     TICK_NS = 5_000_000
@@ -69,6 +69,9 @@ class ClockedArm:
         self.last_command_ns = 0
         self.lock_step = False
         self.paused = False
+        #: rad: where the arm is pushed (a collision, a slipping joint): published instead of
+        #: the commanded position, at rest, while set
+        self.pushed_to: np.ndarray | None = None
         self.commands: list[Any] = []
         self.clock_pub = probe.node.create_publisher(Clock, "/clock", 10)
         self.pub = probe.node.create_publisher(JointState, "/joint_states", 100)
@@ -95,8 +98,10 @@ class ClockedArm:
         msg = JointState()
         msg.header.stamp = stamp
         msg.name = list(LUNAR_JOINTS)
-        msg.position, msg.velocity = self.position.tolist(), self.velocity.tolist()
-        msg.effort = (self.regressor.gravity_torques(self.position)
+        position, velocity = (self.position, self.velocity) if self.pushed_to is None else \
+            (self.pushed_to, np.zeros(6))
+        msg.position, msg.velocity = position.tolist(), velocity.tolist()
+        msg.effort = (self.regressor.gravity_torques(position)
                       + self.rng.normal(0.0, 0.005, 6)).tolist()
         self.pub.publish(msg)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from clocked_arm import NODE, Rig, executor_rig
+from clocked_arm import NODE, STATIC_DEG, Rig, executor_rig
 from process_harness import Recorder, statuses
 
 from humanoid_balance.core.identification import LUNAR_JOINTS
@@ -120,3 +120,34 @@ def test_start_cancel_restart_and_bag_agree(rig: Rig, tmp_path: Path) -> None:
     offline, sweeps = estimate_from_bag(settings)
     assert (doc["sweeps"], sweeps) == (6, 6)
     assert offline.values.tolist() == pytest.approx(values.tolist(), rel=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("joint", "angle_deg", "reason"), [
+    (0, 178.0, "left their limits"),  # joint1's limit is 170 deg
+    (3, -115.0, "is below 10.0 mm"),  # joint4 at -115 deg: link3 and link5 closer than 1 cm
+])
+def test_leaving_limits_or_clearance_mid_run_stops_and_reports(
+        rig: Rig, joint: int, angle_deg: float, reason: str) -> None:
+    """A joint outside its limits, or links closer than clearance, during the run: the node
+    fails naming why (an ERROR on /diagnostics), holds the arm where it is, at rest, and
+    commands nothing more."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+    arm = rig.arm
+    diagnostics = rig.probe.record(DiagnosticArray, "/diagnostics", keep=100_000)
+    started = rig.trigger("start")
+    assert started.success, started.message
+    assert arm.pump(10.0, lambda: any(p.get("pass") == "forward" for p in progress(diagnostics)))
+    pushed = np.radians(STATIC_DEG)
+    pushed[joint] = math.radians(angle_deg)
+    arm.pushed_to = pushed  # the arm pushed there (a collision, a slipping joint)
+    assert arm.pump(2.0, lambda: newest(diagnostics)[0] == "failed"), newest(diagnostics)
+    assert reason in newest(diagnostics)[1]
+    assert any(s.level == DiagnosticStatus.ERROR and reason in s.message
+               for s in statuses(diagnostics, NODE))
+    arm.pump(0.2)
+    assert arm.commands and not any(arm.commands[-1].velocity)  # the hold: at rest
+    arm.commands.clear()
+    arm.pump(0.3)
+    assert arm.commands == []  # and nothing more is commanded
