@@ -46,13 +46,11 @@ outputs (:class:`CycleOutput`) are arrays as before.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -207,31 +205,9 @@ class WaistTrajectory:
         return self.path.sample(now_s - self.start_s)
 
     def sample_pair(self, now_s: float) -> tuple[Pair, Pair]:
-        """:meth:`sample` on floats, for the servo period.
-
-        :meth:`BlendedTrajectory.sample`'s expressions joint by joint (``p + v h + a h^2 / 2``,
-        ``v + a h`` on the piece that has started last), so the same floats, without the eight
-        numpy calls that cost more than the rest of the controller's period.
-        """
-        starts, pieces = self._pieces
-        t_s = now_s - self.start_s
-        if t_s <= starts[0]:
-            p1, p2, v1, v2, _, _ = pieces[0]
-            return (p1, p2), (v1, v2)
-        i = bisect.bisect_right(starts, t_s) - 1  # numpy.searchsorted(side="right") - 1
-        h = t_s - starts[i]
-        p1, p2, v1, v2, a1, a2 = pieces[i]
-        return ((p1 + v1 * h + 0.5 * a1 * h * h, p2 + v2 * h + 0.5 * a2 * h * h),
-                (v1 + a1 * h, v2 + a2 * h))
-
-    @cached_property
-    def _pieces(self) -> tuple[list[float], list[tuple[float, ...]]]:
-        """The path's piece start times, and each piece's (p1, p2, v1, v2, a1, a2), as floats."""
-        path = self.path
-        return (path.piece_start_s.tolist(),
-                [tuple(p) + tuple(v) + tuple(a) for p, v, a in zip(
-                    path.piece_position.tolist(), path.piece_velocity.tolist(),
-                    path.piece_acceleration.tolist(), strict=True)])
+        """:meth:`sample` on floats, for the servo period (:meth:`BlendedTrajectory.sample_floats`)."""
+        q, qd = self.path.sample_floats(now_s - self.start_s)
+        return (q[0], q[1]), (qd[0], qd[1])
 
 
 def clamp_path(times_s: FloatArray, positions_rad: FloatArray, lower: FloatArray,

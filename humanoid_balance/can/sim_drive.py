@@ -528,12 +528,7 @@ class SimulatedWaist:
     def _integrate(self, h: float, steps: int) -> None:
         """``steps`` sub-steps of ``h`` s (``time_s`` advances with them).
 
-        Plain floats: numpy on 2-vectors costs more in call overhead than in arithmetic. The
-        drives' state does not change within the call (frames are handled between calls), so
-        what depends on it only is read once: a current-mode reference (the setpoint, limited),
-        the torso's ``m g h``; the expressions are those of
-        :meth:`SimulatedDrive.current_reference`, :meth:`SimulatedDrive.brake_engaged` and
-        :meth:`TorsoLoad.gravity_torque_at`, in the same order (the same floats).
+        Plain floats: numpy on 2-vectors costs more in call overhead than in arithmetic.
         """
         p = self.params
         k = p.current_loop_gain
@@ -544,50 +539,37 @@ class SimulatedWaist:
         (j00, j01), (j10, j11) = self._j_qw
         (m00, m01), (m10, m11) = self._mass_inv
         torso = self.torso
-        mgh = 0.0 if torso is None else torso.mass_kg * GRAVITY * torso.com_height_m
         drives = self.drives
-        enabled = (drives[0].enabled, drives[1].enabled)
-        # per drive: its constant current reference (current mode), or None (computed each sub-step)
-        fixed_ref = tuple(d.current_reference(0.0, 0.0)
-                          if d.enabled and d.mode == ControlCommand.MODE_CURRENT else None
-                          for d in drives)
-        # the drives whose brake may engage (not enabled), and its delay after the disable
-        brake_delay = p.brake_delay_s
-        disabled = [i for i in (0, 1) if not enabled[i]]
+        enabled0, enabled1 = drives[0].enabled, drives[1].enabled
         t0, t1 = float(self.theta[0]), float(self.theta[1])
         w0, w1 = float(self.omega[0]), float(self.omega[1])
         c0, c1 = float(self.current[0]), float(self.current[1])
         external0, external1 = (float(self.external_joint_torque[0]),
                                 float(self.external_joint_torque[1]))
         one_plus_k, neg_lim = 1.0 + k, -lim
-        enabled0, enabled1 = enabled
-        ref0, ref1 = fixed_ref
-        sin, cos = math.sin, math.cos
         now = self.time_s
 
-        def current(drive: SimulatedDrive, ref: float | None, c: float, t: float,
-                    w: float) -> float:
+        def current(drive: SimulatedDrive, c: float, t: float, w: float) -> float:
             """One motor's current loop after a sub-step, limited (min(max(i, -lim), lim) as
             branches: a builtin call costs more than the arithmetic)."""
-            i_ref = drive.current_reference(t, w) if ref is None else ref
+            i_ref = drive.current_reference(t, w)
             i_inf = (k * i_ref - back_emf * w) / one_plus_k
             c = i_inf + (c - i_inf) * decay
             return neg_lim if c < neg_lim else (lim if c > lim else c)
 
         for _ in range(steps):
             # the current loops (motor 1, motor 2); off when the drive is not enabled
-            c0 = current(drives[0], ref0, c0, t0, w0) if enabled0 else 0.0
-            c1 = current(drives[1], ref1, c1, t1, w1) if enabled1 else 0.0
+            c0 = current(drives[0], c0, t0, w0) if enabled0 else 0.0
+            c1 = current(drives[1], c1, t1, w1) if enabled1 else 0.0
             tq0, tq1 = external0, external1
             if torso is not None:
-                pitch = j00 * t0 + j01 * t1
-                roll = j10 * t0 + j11 * t1
-                tq0 += mgh * sin(pitch) * cos(roll)
-                tq1 += mgh * cos(pitch) * sin(roll)
+                g0, g1 = torso.gravity_torque_at(j00 * t0 + j01 * t1, j10 * t0 + j11 * t1)
+                tq0 += g0
+                tq1 += g1
             tau0 = kt * c0 - b * w0 + (j00 * tq0 + j10 * tq1)
             tau1 = kt * c1 - b * w1 + (j01 * tq0 + j11 * tq1)
-            braked = ([i for i in disabled if now - drives[i].disabled_since_s >= brake_delay]
-                      if disabled else disabled)
+            braked = ([i for i in (0, 1) if drives[i].brake_engaged(now)]
+                      if not (enabled0 and enabled1) else [])
             if braked:
                 self.omega = np.array((w0, w1))  # _accelerations reads the speeds
                 acc = self._accelerations(np.array([tau0, tau1]), braked, p.brake_torque_nm, h)

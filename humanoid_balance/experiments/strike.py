@@ -446,12 +446,14 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
     dt = 1.0 / rate_hz
     substeps = max(1, round(dt / sim.timestep))
     rec = _SimRecorder(sole0, [], [], [], [], [], [], [])
-    group_v = _group_velocity_masks(model, sim.joint_names)
+    group_v = _group_indices(model, sim.joint_names)
+    w = model.frame_transform("W", q_model)[:3, 3]  # fixed base: W does not move
     for k in range(round((trajectory.duration + extra) / dt)):
         ref = trajectory.sample(k * dt)
         state = sim.joint_state()
         q_model[sim_index] = state.position
-        rec.held_momentum.append(_held_momentum_by_group(model, q_model, state.velocity, group_v))
+        rec.held_momentum.append(_held_momentum_by_group(model, q_model, w, state.velocity,
+                                                         group_v))
         out = controller.step(RmcInput(q_model, job_joint_velocities=ref.velocity), dt)
         sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
         for _ in range(substeps):
@@ -461,8 +463,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
                    polygon_m=polygon)
 
 
-def _group_velocity_masks(model: Any, sim_joints: Sequence[str]) -> list[tuple[np.ndarray,
-                                                                                np.ndarray]]:
+def _group_indices(model: Any, sim_joints: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per :data:`MOMENTUM_GROUPS`: (indices into the simulation's joints, model velocity indices)."""
     out = []
     for group in MOMENTUM_GROUPS:
@@ -472,10 +473,10 @@ def _group_velocity_masks(model: Any, sim_joints: Sequence[str]) -> list[tuple[n
     return out
 
 
-def _held_momentum_by_group(model: Any, q: np.ndarray, joint_velocity: np.ndarray,
+def _held_momentum_by_group(model: Any, q: np.ndarray, w: np.ndarray, joint_velocity: np.ndarray,
                             groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """(groups, 2): Lx, Ly about ``W`` [N m s] of each group's measured joint velocities."""
-    w = model.frame_transform("W", q)[:3, 3]
+    """(groups, 2): Lx, Ly about ``W`` (at ``w`` [m]) [N m s] of each group's measured joint
+    velocities."""
     a = model.momentum_matrix(q, w)[3:5]
     return np.array([a[:, v] @ joint_velocity[s] for s, v in groups])
 

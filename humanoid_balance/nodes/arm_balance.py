@@ -287,7 +287,7 @@ class ArmBalanceNode(LifecycleNode):
         status.values.update(job_arm=v["job_arm"], selection=",".join(v["selection"]),
                              secondary=",".join(rows_of(v["secondary"])) or "none",
                              reference_point=v["reference_point"], mode=v["mode"],
-                             caught_up_gaps=self.loop.caught_up_gaps if self.loop else 0)
+                             caught_up_gaps=self.loop.caught_up_gaps)
         if self._periods:
             periods = np.array(self._periods)
             status.values.update(period_ms_mean=1e3 * float(periods.mean()),

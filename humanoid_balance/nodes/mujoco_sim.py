@@ -18,8 +18,9 @@ time acts as of its stamp (:func:`command_age_s`): one that arrives late, as
 commands do free-running on a loaded machine (measured: 2-20 ms, up to 0.3 s),
 takes its position where its velocity has moved it since (and its command timeout
 runs from its stamp), instead of pulling the servo back to where the arm was meant
-to be when it was sent; free-running, the humanoid's arm servos also close what
-still jumps within the arms' acceleration limits (``arm_acceleration_limits`` of
+to be when it was sent; the humanoid's arm servos also close what still jumps
+(late or sparse commands free-running, a velocity step in any mode) within the arms'
+acceleration limits, as drives do (``arm_acceleration_limits`` of
 :class:`~humanoid_balance.sim.humanoid.HumanoidSim`). ``/diagnostics`` gives the
 stamped commands' delays (``command_delay_ms_mean``, ``_max``).
 
@@ -211,8 +212,8 @@ class MujocoSimNode(Node):
             model, p["urdf_path"] or None, timestep=p["timestep"],
             gravity=None if p["gravity"] < 0 else p["gravity"], friction=p["friction"],
             joint_friction=p["joint_friction"], sensor_noise=p["sensor_noise"], seed=p["seed"],
-            # free-running, commands come late and sparse (lock-step: at their stamps)
-            arm_acceleration_limits=not p["lock_step"])
+            # the arms' drives, as the robot's: a command that jumps is closed within their limits
+            arm_acceleration_limits=True)
         self.humanoid = self.sim if isinstance(self.sim, HumanoidSim) else None
         names = [n for n in p["initial_joint_names"] if n]
         if names:

@@ -31,7 +31,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from humanoid_balance.core.joint_limits import ARM_ACCELERATION_LIMITS_DEG_S2
+from humanoid_balance.core.joint_limits import (
+    ARM_ACCELERATION_LIMITS_DEG_S2,
+    arm_acceleration_limit,
+)
 from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
@@ -97,8 +100,8 @@ class HumanoidSim(MujocoRobotSim):
         arm_acceleration_limits: the arm servos' targets move within the arms'
             acceleration limits (seed 000, Table 2): a command that jumps (late or sparse
             commands of a free-running simulation) is closed along a ramp instead of with an
-            impulse. Off, each command is taken as it comes (the in-process runs and the
-            lock-step simulation, whose commands act at their stamps, every period).
+            impulse (``mujoco_sim`` turns it on). Off, each command is taken as it comes (the
+            in-process experiments, which command every period).
     """
 
     def __init__(
@@ -197,9 +200,8 @@ class HumanoidSim(MujocoRobotSim):
         if self.arm_acceleration_limits:
             # the arms' drives: a command that jumps (late, sparse) is closed within their
             # acceleration limits, not with an impulse (see humanoid_balance.sim.robot)
-            arms = {f"{side}_{joint}": float(np.deg2rad(limit)) for side in SIDES
-                    for joint, limit in ARM_ACCELERATION_LIMITS_DEG_S2.items()}
-            self.set_acceleration_limits({n: a for n, a in arms.items()
+            arms = [f"{side}_{joint}" for side in SIDES for joint in ARM_ACCELERATION_LIMITS_DEG_S2]
+            self.set_acceleration_limits({n: arm_acceleration_limit(n) for n in arms
                                           if n in self.joint_names})
 
     def _place_base(self) -> None:

@@ -53,6 +53,10 @@ from humanoid_balance.exceptions import (
     UnknownJointError,
 )
 
+#: a name list's indices, lower and upper limits, velocity limits, and whether it names a joint
+#: with an acceleration limit (:meth:`MujocoRobotSim._joint_bounds`)
+_Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]
+
 
 @dataclass(frozen=True)
 class ServoGains:
@@ -199,16 +203,14 @@ class MujocoRobotSim:
         self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
         #: the servo targets' acceleration limits [rad/s^2] (inf: none)
         self.acceleration_limit_rad_s2 = np.full(len(self.joint_names), np.inf)
-        self._limited = np.zeros(len(self.joint_names), dtype=bool)
         self._limited_idx = np.zeros(0, dtype=int)
         self._limited_change = self._limited_step = np.zeros(0)
         #: a limited joint's target may be off its goal's path (a command or brake came since
         #: the targets last settled on it): the ramp runs until they do
         self._ramping = False
+        self._bounds_cache: dict[tuple[str, ...], _Bounds] = {}
         if acceleration_limits:
             self.set_acceleration_limits(acceleration_limits)
-        self._bounds_cache: dict[tuple[str, ...],
-                                 tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.total_mass = float(np.sum(m.body_mass))
         self._target_q = np.zeros(len(self.joint_names))
         self._goal_q = np.zeros(len(self.joint_names))
@@ -277,9 +279,9 @@ class MujocoRobotSim:
             raise InvalidInputError(f"acceleration limits {bad} must be > 0 rad/s^2")
         idx = self._indices(list(limits))
         self.acceleration_limit_rad_s2[idx] = [float(a) for a in limits.values()]
-        self._limited = np.isfinite(self.acceleration_limit_rad_s2)
         #: the limited joints' indices and their a dt, a dt^2 (the ramp works on these only)
-        self._limited_idx = np.flatnonzero(self._limited)
+        self._limited_idx = np.flatnonzero(np.isfinite(self.acceleration_limit_rad_s2))
+        self._bounds_cache.clear()  # which name lists name a limited joint
         a = self.acceleration_limit_rad_s2[self._limited_idx]
         self._limited_change = a * self.timestep
         self._limited_step = a * self.timestep * self.timestep
@@ -319,7 +321,7 @@ class MujocoRobotSim:
             InvalidInputError: a value is not finite, the lengths differ or ``age_s`` is not
                 finite and >= 0 (nothing is applied).
         """
-        idx, lower, upper, limit = self._joint_bounds(names)
+        idx, lower, upper, limit, limited = self._joint_bounds(names)
         if not (math.isfinite(age_s) and age_s >= 0.0):
             raise InvalidInputError(f"age_s={age_s} must be finite and >= 0")
         for label, values in (("positions", positions), ("velocities", velocities)):
@@ -343,12 +345,14 @@ class MujocoRobotSim:
             self._target_qd[idx] = qd
         elif positions is not None:
             self._target_qd[idx] = 0.0
-        self._ramping = bool(self._limited_idx.size)
+        # only a command to an acceleration-limited joint starts the ramp: the ramp's targets
+        # equal the plain path's to a rounding, and a command to other joints arriving at a
+        # load-dependent moment (the waist's, on its drives' wall clock) must not switch between them
+        self._ramping = self._ramping or limited
 
-    def _joint_bounds(
-        self, names: Sequence[str],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Indices, lower and upper limits [rad], velocity limits [rad/s] of ``names``.
+    def _joint_bounds(self, names: Sequence[str]) -> _Bounds:
+        """Indices, lower and upper limits [rad], velocity limits [rad/s] of ``names``, and
+        whether any has an acceleration limit.
 
         Cached by the names (a publisher sends the same names in every command).
         """
@@ -356,7 +360,8 @@ class MujocoRobotSim:
         bounds = self._bounds_cache.get(key)
         if bounds is None:
             idx = self._indices(key)
-            bounds = (idx, self._lower[idx], self._upper[idx], self.velocity_limit_rad_s[idx])
+            bounds = (idx, self._lower[idx], self._upper[idx], self.velocity_limit_rad_s[idx],
+                      bool(np.isin(idx, self._limited_idx).any()))
             if len(self._bounds_cache) < 64:  # a few publishers' name lists
                 self._bounds_cache[key] = bounds
         return bounds
@@ -409,15 +414,19 @@ class MujocoRobotSim:
             if self._ramping:
                 self._ramping = not self._step_limited_targets(goal_was, dt)
             elif (self._goal_q != self._target_q).any():
-                # exactly the goal once within reach (inf limit: always)
-                gap = self._goal_q - self._target_q
-                max_move = self.velocity_limit_rad_s * dt
-                self._target_q = np.where(np.abs(gap) <= max_move, self._goal_q,
-                                          self._target_q + np.clip(gap, -max_move, max_move))
+                self._target_q = self._toward_goal(dt)
             self._apply_targets()
             mujoco.mj_step(model, data)
         if not np.isfinite(data.qpos).all():
             raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
+
+    def _toward_goal(self, dt: float) -> np.ndarray:
+        """The targets one step on toward their goals, at most at the velocity limit (exactly
+        the goal once within reach; an infinite limit: always)."""
+        goal, was = self._goal_q, self._target_q
+        gap = goal - was
+        max_move = self.velocity_limit_rad_s * dt
+        return np.where(np.abs(gap) <= max_move, goal, was + np.clip(gap, -max_move, max_move))
 
     def _step_limited_targets(self, goal_was: np.ndarray, dt: float) -> bool:
         """Move the targets one step, the acceleration-limited joints' within their limit.
@@ -436,9 +445,8 @@ class MujocoRobotSim:
         command stream within the limits leaves, every step: checked first, on the
         limited joints only). Every move is at most the velocity limit.
         """
-        goal, was, max_move = self._goal_q, self._target_q, self.velocity_limit_rad_s * dt
-        target = np.where(np.abs(goal - was) <= max_move, goal,
-                          was + np.clip(goal - was, -max_move, max_move))
+        goal, was = self._goal_q, self._target_q
+        target = self._toward_goal(dt)
         li = self._limited_idx
         g0, g1, t0 = goal_was[li], goal[li], was[li]
         goal_step = g1 - g0
@@ -455,7 +463,7 @@ class MujocoRobotSim:
         else:
             closing = None
             move = g1 - t0
-        limit = max_move[li]
+        limit = self.velocity_limit_rad_s[li] * dt
         reached = np.abs(move) <= limit
         if closing is not None:
             reached &= closing
