@@ -77,6 +77,18 @@ def test_lock_step_waits_for_the_arm_command_only_when_the_arm_balance_runs() ->
     assert "arm_balance" not in [n.name for n in without]
 
 
+def test_only_a_free_running_simulation_delays_the_commands_to_a_fixed_latency() -> None:
+    """Free-running, mujoco_sim's commands act FREE_RUNNING_COMMAND_LATENCY_S after their stamps;
+    in lock-step (each period's command acts from its stamp) the parameter stays at its 0."""
+    from humanoid_balance.graph import FREE_RUNNING_COMMAND_LATENCY_S
+    from humanoid_balance.params import spec_for
+
+    free = sim_graph()[0].parameters
+    assert free["command_latency"] == FREE_RUNNING_COMMAND_LATENCY_S > 0
+    assert spec_for("mujoco_sim").cross_check({**spec_for("mujoco_sim").defaults(), **free}) is None
+    assert "command_latency" not in sim_graph(lock_step=True)[0].parameters
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"sensor_type": "imu"}, "sensor_type='imu'; choose one of ['ft', 'fsr']"),
     ({"job_arm": "middle"}, "job_arm='middle'; choose one of ['right', 'left']"),

@@ -120,3 +120,14 @@ def test_mujoco_sim_clock_rate_is_refused_in_lock_step_and_above_the_sensor_rate
     assert SIM.cross_check({**base, "clock_rate": 100.0}) is None
     assert "lock-step" in SIM.cross_check({**base, "clock_rate": 100.0, "lock_step": True})
     assert "exceeds publish_rate" in SIM.cross_check({**base, "clock_rate": 2000.0})
+
+
+def test_mujoco_sim_command_latency_is_refused_in_lock_step_and_at_the_command_timeout() -> None:
+    """command_latency > 0 with lock_step, or not below command_timeout, is refused with the reason."""
+    from humanoid_balance.params.mujoco_sim import SPEC as SIM
+
+    base = SIM.defaults()
+    assert SIM.cross_check({**base, "command_latency": 0.01}) is None
+    assert "lock-step" in SIM.cross_check({**base, "command_latency": 0.01, "lock_step": True})
+    assert "not below command_timeout" in SIM.cross_check(
+        {**base, "command_latency": 0.05, "command_timeout": 0.05})

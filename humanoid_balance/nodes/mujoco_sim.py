@@ -21,8 +21,14 @@ runs from its stamp), instead of pulling the servo back to where the arm was mea
 to be when it was sent; the humanoid's arm servos also close what still jumps
 (late or sparse commands free-running, a velocity step in any mode) within the arms'
 acceleration limits, as drives do (``arm_acceleration_limits`` of
-:class:`~humanoid_balance.sim.humanoid.HumanoidSim`). ``/diagnostics`` gives the
-stamped commands' delays (``command_delay_ms_mean``, ``_max``).
+:class:`~humanoid_balance.sim.humanoid.HumanoidSim`). With ``command_latency`` > 0
+(free-running, set by :func:`humanoid_balance.graph.sim_graph`) a stamped command
+acts ``command_latency`` after its stamp, as a servo interface plays a command
+stream back (:mod:`humanoid_balance.sim.command_delay`): the transport's varying
+delay no longer moves the servos' targets; only a command later than that acts as of
+``stamp + command_latency``. ``/diagnostics`` gives how late the stamped commands
+acted (``command_delay_ms_mean``, ``_max``: after their stamp, or after stamp plus
+latency).
 
 The physics runs in a thread of its own at ``real_time_factor`` times wall
 time (0 = as fast as possible); subscriptions run in the executor. A command
@@ -103,6 +109,7 @@ from humanoid_balance.nodes.common import (
 from humanoid_balance.params.mujoco_sim import MODELS, SPEC
 from humanoid_balance.params.ros import NodeParameters
 from humanoid_balance.resources import urdf_path as package_urdf_path
+from humanoid_balance.sim.command_delay import CommandDelay
 from humanoid_balance.sim.command_timeout import CommandTimeout
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 from humanoid_balance.sim.lock_step import LockStepGate, parse_lock_step_topics
@@ -233,6 +240,11 @@ class MujocoSimNode(Node):
         self.duration = float(p["duration"])
         self.timeout = CommandTimeout(self.sim.joint_names, timeout_s=p["command_timeout"],
                                       deceleration_rad_s2=p["hold_deceleration"])
+        #: stamped commands held until stamp + command_latency (None: each acts as it comes)
+        self.delay: CommandDelay[tuple[int, tuple[str, ...], np.ndarray | None,
+                                       np.ndarray | None]] | None = \
+            CommandDelay(p["command_latency"], horizon_s=p["command_timeout"]) \
+            if p["command_latency"] > 0 else None
 
         qos = QoSProfile(depth=10)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
@@ -503,10 +515,19 @@ class MujocoSimNode(Node):
         return False
 
     def _apply_pending(self) -> None:
-        if not self._pending:  # most steps (a racing append is taken the next step)
+        delay = self.delay
+        if self._pending:  # most steps have none (a racing append is taken the next step)
+            with self._lock:
+                pending, self._pending = self._pending, []
+            if delay is not None:
+                now_ns = round(self.sim.time * 1e9)
+                for command in pending:
+                    delay.push(command[0], now_ns, command)
+        elif delay is None or not delay:
             return
-        with self._lock:
-            pending, self._pending = self._pending, []
+        if delay is not None:  # the commands whose time came, as of that time
+            pending = [(act_ns, *command[1:])
+                       for act_ns, command in delay.due(round(self.sim.time * 1e9))]
         now = self.sim.time
         for stamp_ns, names, position, velocity in pending:
             age = command_age_s(stamp_ns, now, self.timeout.timeout_s)

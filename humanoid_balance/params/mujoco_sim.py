@@ -48,6 +48,12 @@ def _consistent(values: Mapping[str, Any]) -> str | None:
     if values["clock_rate"] > 0 and values["lock_step"]:
         return (f"clock_rate={values['clock_rate']:g} Hz with lock_step: a lock-step "
                 "simulation's nodes answer each period's /clock; set clock_rate 0 (every publish)")
+    if values["command_latency"] > 0 and values["lock_step"]:
+        return (f"command_latency={values['command_latency']:g} s with lock_step: in lock-step "
+                "each period's command acts from its stamp; set command_latency 0")
+    if values["command_latency"] >= values["command_timeout"]:
+        return (f"command_latency={values['command_latency']:g} s is not below command_timeout="
+                f"{values['command_timeout']:g} s: every joint would hold before its command acts")
     if values["tf_rate"] > values["publish_rate"] > 0:
         return (f"tf_rate={values['tf_rate']:g} Hz exceeds publish_rate="
                 f"{values['publish_rate']:g} Hz: /tf is sampled with the sensors")
@@ -81,6 +87,11 @@ SPEC = ParamSpec("mujoco_sim", [
     Param("command_timeout", 0.2, "a joint whose last command is older (simulation time) holds: "
           "its commanded velocity decelerates to rest at hold_deceleration", "s",
           minimum=0.0, exclusive_minimum=True, maximum=60.0, dynamic=True),
+    Param("command_latency", 0.0, "a stamped command acts this long after its stamp, as a "
+          "servo interface plays a command stream back (free-running: the transport's varying "
+          "delay does not reach the servos; later ones act at once, as of stamp plus latency); "
+          "0: each acts as it comes, as of its stamp; lock-step needs 0", "s", minimum=0.0,
+          maximum=0.1),
     Param("hold_deceleration", 5.0, "deceleration of a holding joint's commanded velocity",
           "rad/s^2", minimum=0.0, exclusive_minimum=True, maximum=10000.0, dynamic=True),
     Param("inclinometer_rate", 100.0, "/waist/inclinometer (a tilt sensor; the waist's outer "

@@ -1,0 +1,70 @@
+"""A fixed command latency: stamped commands act a set time after their stamp (no rclpy).
+
+Over a non-real-time transport (DDS between processes on a loaded machine) a
+command stamped ``t`` reaches the simulation 0 to 20 ms later, a different delay
+each time. Applied as it comes, as of its stamp, the joint's target jumps by what
+the command's velocity would have covered meanwhile, and a controller running
+irregular periods turns that into position steps of every joint at the servos
+(``benchmarks/graph.py``'s free-running demo: the strike's CoP peak with RMC from 0.2
+to 2.1 of the peak without, run to run). A robot's servo interface does what
+:class:`CommandDelay` does: it plays the command stream back a fixed latency after
+the stamps, so every command acts at ``stamp + latency``, in the order of the stamps,
+and both arms of one command move together, whatever the transport did. A command
+that arrives later than that acts at once, as of ``stamp + latency`` (the caller moves
+it on by its velocity); an unstamped one (0), or one stamped further ahead of the
+simulation than ``horizon_s`` (another clock), acts at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+from humanoid_balance.exceptions import InvalidInputError
+
+__all__ = ["CommandDelay"]
+
+T = TypeVar("T")
+
+
+class CommandDelay(Generic[T]):
+    """Commands held until ``stamp + latency_s`` of simulation time.
+
+    Args:
+        latency_s: how long after its stamp a command acts [s] (>= 0; 0: at once).
+        horizon_s: a command stamped further than this ahead of the simulation's time is
+            on another clock: it acts at once [s] (> 0).
+    """
+
+    def __init__(self, latency_s: float, *, horizon_s: float) -> None:
+        for label, value, low in (("latency_s", latency_s, 0.0), ("horizon_s", horizon_s, 1e-12)):
+            if not math.isfinite(value) or value < low:
+                raise InvalidInputError(f"{label}={value} must be finite and >= {low:g}")
+        self.latency_ns = round(latency_s * 1e9)
+        self.horizon_ns = round(horizon_s * 1e9)
+        #: (act at [ns], arrival order, stamp [ns], command): a heap by act time, then arrival
+        self._heap: list[tuple[int, int, int, T]] = []
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, stamp_ns: int, now_ns: int, command: T) -> None:
+        """Hold ``command`` stamped ``stamp_ns``, received at simulation time ``now_ns`` [ns]."""
+        act = stamp_ns + self.latency_ns
+        if stamp_ns <= 0 or act - now_ns > self.horizon_ns:
+            act = now_ns  # unstamped, or on another clock: as it comes
+        heapq.heappush(self._heap, (act, next(self._order), stamp_ns, command))
+
+    def due(self, now_ns: int) -> Iterator[tuple[int, T]]:
+        """The commands due at ``now_ns`` [ns], by act time then arrival: (act time [ns], command).
+
+        A command yielded is removed.
+        """
+        heap = self._heap
+        while heap and heap[0][0] <= now_ns:
+            act, _, _, command = heapq.heappop(heap)
+            yield act, command
