@@ -102,6 +102,9 @@ ROS2_CONTROL_INPUTS = (
 #: waits for the arm command of every period it publishes and the arm balance runs at most
 #: ``rate`` cycles per second, so the two must be equal
 LOCK_STEP_RATE_HZ = 500.0
+#: SCHED_FIFO priority of ``arm_balance``'s control cycle on the robot and in simulation,
+#: below the waist servo thread's (``servo_priority`` 50), as ros2_control runs its loop
+ARM_BALANCE_PRIORITY = 40
 #: Hz, free-running: ``mujoco_sim``'s ``/clock`` (the sensors stay at its ``publish_rate``). The
 #: nodes' simulation time then moves in 10 ms steps, well inside their input timeouts (>= 50 ms);
 #: gazebo_ros publishes /clock at 10 Hz by default
@@ -178,7 +181,8 @@ def robot_graph(
     nodes = [
         _node("zmp_estimator", {**common, **urdf, "sensor_type": sensor_type}, inputs,
               namespace=namespace),
-        _node("arm_balance", {**common, **urdf, **commands, "job_arm": job_arm}, inputs,
+        _node("arm_balance", {**common, **urdf, **commands, "job_arm": job_arm,
+                              "executor_priority": ARM_BALANCE_PRIORITY}, inputs,
               namespace=namespace),
     ]
     if waist:

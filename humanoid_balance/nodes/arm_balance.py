@@ -41,6 +41,7 @@ from humanoid_balance.nodes.common import (
     diagnostic_status,
     read_joint_state,
     run_node,
+    set_thread_priority,
 )
 from humanoid_balance.params.arm_balance import SPEC, rows_of
 from humanoid_balance.params.ros import NodeParameters
@@ -79,6 +80,8 @@ class ArmBalanceNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.values = v
+        # the executor thread runs the control cycle (every callback of this node runs in it)
+        set_thread_priority(self, int(v["executor_priority"]), "the control cycle's thread")
         self._epochs = {False: self._now_ns()}  # clock, stamps (the first): float seconds from
         self._shared_clock = v["trigger"] == "timer" or bool(self.get_parameter("use_sim_time").value)
         names = list(model.joint_names)

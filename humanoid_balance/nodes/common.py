@@ -125,6 +125,27 @@ class LogThrottle:
         return True
 
 
+def set_thread_priority(node: Node, priority: int, what: str) -> bool:
+    """Put the calling thread under SCHED_FIFO ``priority`` (1-99), or back to normal
+    scheduling (0); warn once, naming the fix, when the system refuses. Whether it holds.
+
+    ros2_control's controller manager does the same for its loop: a control loop that
+    shares a loaded machine with monitoring and logging must not wait behind them.
+    """
+    try:
+        if priority <= 0:
+            if os.sched_getscheduler(0) != os.SCHED_OTHER:
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            return True
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return True
+    except (OSError, AttributeError) as exc:  # no rtprio limit, or not Linux
+        node.get_logger().warning(
+            f"{what} stays at normal priority: SCHED_FIFO {priority} refused ({exc}); give "
+            "the user an rtprio limit (/etc/security/limits.conf) or CAP_SYS_NICE")
+        return False
+
+
 def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
     """(stamp [ns], names, positions) of a ``/joint_states`` message, serialized or a JointState.
 

@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 import sys
 import threading
 import time
@@ -127,6 +126,7 @@ from humanoid_balance.nodes.common import (
     diagnostic_array,
     diagnostic_status,
     run_node,
+    set_thread_priority,
     stamp_ns,
 )
 from humanoid_balance.params.ros import NodeParameters
@@ -600,17 +600,6 @@ class WaistControllerNode(LifecycleNode):
 
     # --- servo thread ---------------------------------------------------------------------
 
-    def _set_fifo(self, priority: int, what: str) -> None:
-        """Put the calling thread under SCHED_FIFO ``priority`` (0: leave it); warn if refused."""
-        if priority <= 0:
-            return
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-        except (OSError, AttributeError) as exc:
-            self.get_logger().warning(
-                f"{what} stays at normal priority: SCHED_FIFO {priority} refused ({exc}); give "
-                "the user an rtprio limit (/etc/security/limits.conf) or CAP_SYS_NICE")
-
     def _start_thread(self) -> None:
         self._stop_thread.clear()
         self._thread = threading.Thread(target=self._servo_loop, name=SERVO_THREAD_NAME,
@@ -625,7 +614,9 @@ class WaistControllerNode(LifecycleNode):
         switch = float(self._param("gil_switch_interval"))
         if switch > 0:  # the other threads yield the GIL quickly (process-wide)
             sys.setswitchinterval(switch)
-        self._set_fifo(int(self._param("servo_priority")), "the servo thread")
+        priority = int(self._param("servo_priority"))
+        if priority > 0:  # a new thread starts at normal priority: nothing to undo
+            set_thread_priority(self, priority, "the servo thread")
         period = ctl.config.gains.dt
         spin = float(self._param("spin_margin"))
         publish_every = max(1, round(ctl.config.servo_rate_hz / float(self._param("publish_rate"))))

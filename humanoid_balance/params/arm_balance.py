@@ -68,6 +68,10 @@ SPEC = ParamSpec("arm_balance", [
     Param("trigger", "timer", "timer, or joint_states: a cycle per /joint_states message "
           "(at most rate, by the stamps) whose outputs carry its stamp (lock-step)",
           choices=("timer", "joint_states")),
+    Param("executor_priority", 0, "SCHED_FIFO priority of the thread that runs the control "
+          "cycle, set at configure (0 = normal scheduling; needs an rtprio limit or "
+          "CAP_SYS_NICE, else a warning); keep it below the waist's servo_priority", minimum=0.0,
+          maximum=99.0),
     Param("gravity", 9.81, "gravity", "m/s^2", **_NON_NEG),
     Param("friction_coefficient", 0.3, "mu, feet-floor (seed 000)", **_NON_NEG),
     Param("foot_distance", 0.4, "C, between the foot centres (seed 000)", "m", **_POS),

@@ -44,3 +44,71 @@ def test_log_throttle_costs_no_logger_call_when_throttled() -> None:
 
     throttle = LogThrottle(Exploding(), period_s=60.0)
     assert sum(throttle.warning("x") for _ in range(1000)) == 1
+
+
+class LoggingNode:
+    """Stands in for an rclpy node: get_logger() gives a :class:`RecordingLogger`."""
+
+    def __init__(self) -> None:
+        self.logger = RecordingLogger()
+
+    def get_logger(self) -> RecordingLogger:
+        return self.logger
+
+
+def _in_a_thread(priorities: list[int]) -> tuple[list[bool], list[int], list[tuple[str, str]]]:
+    """Run set_thread_priority with each priority in a fresh thread (never pytest's own):
+    what each call returned, the thread's policy after each, what was logged."""
+    import os
+    import threading
+
+    from humanoid_balance.nodes.common import set_thread_priority
+
+    node, held, policies = LoggingNode(), [], []
+
+    def run() -> None:
+        for priority in priorities:
+            held.append(set_thread_priority(node, priority, "the test thread"))  # type: ignore[arg-type]
+            policies.append(os.sched_getscheduler(0))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return held, policies, node.logger.lines
+
+
+def test_thread_priority_goes_to_sched_fifo_and_back_or_says_how_to_allow_it() -> None:
+    """Priority 20 puts the calling thread under SCHED_FIFO, 0 back to SCHED_OTHER; where the
+    system refuses (no rtprio limit, no CAP_SYS_NICE) one warning names the fix and the thread
+    stays at normal scheduling."""
+    import os
+
+    held, policies, lines = _in_a_thread([20, 0])
+    if held[0]:
+        assert policies == [os.SCHED_FIFO, os.SCHED_OTHER] and held == [True, True] and not lines
+    else:
+        assert policies == [os.SCHED_OTHER, os.SCHED_OTHER] and held == [False, True]
+        assert len(lines) == 1 and "SCHED_FIFO 20 refused" in lines[0][1] and \
+            "rtprio" in lines[0][1]
+
+
+def test_priority_zero_leaves_a_normal_thread_alone() -> None:
+    import os
+
+    assert _in_a_thread([0]) == ([True], [os.SCHED_OTHER], [])
+
+
+def test_a_refused_priority_warns_with_the_fix_and_keeps_normal_scheduling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a user without an rtprio limit meets (the system's refusal stood in for)."""
+    import os
+
+    def refuse(*args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    held, policies, lines = _in_a_thread([20])
+    assert held == [False] and policies == [os.SCHED_OTHER]
+    assert lines == [("warning", "the test thread stays at normal priority: SCHED_FIFO 20 refused "
+                      "([Errno 1] Operation not permitted); give the user an rtprio limit "
+                      "(/etc/security/limits.conf) or CAP_SYS_NICE")]

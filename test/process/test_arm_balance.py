@@ -49,6 +49,28 @@ def test_configure_and_activate_by_services_leave_it_active(probe: Probe, arm: R
     assert probe.lifecycle("arm_balance").state() == "active"
 
 
+def _scheduling(pid: int) -> tuple[int, int]:
+    """(policy, real-time priority) of thread ``pid`` (/proc/<pid>/stat fields 41 and 40)."""
+    fields = open(f"/proc/{pid}/task/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[38]), int(fields[37])
+
+
+def test_the_control_cycle_runs_at_the_graph_s_real_time_priority(arm: RunningNode) -> None:
+    """Configured with the graph's executor_priority, the thread running the cycles (the
+    process's main thread) is under SCHED_FIFO at that priority; where the system refuses,
+    the log says so once and how to allow it."""
+    import os
+
+    from humanoid_balance.graph import ARM_BALANCE_PRIORITY
+
+    policy, priority = _scheduling(arm.process.pid)
+    refused = "stays at normal priority: SCHED_FIFO" in arm.process.output()
+    if refused:
+        assert (policy, priority) == (os.SCHED_OTHER, 0) and "rtprio" in arm.process.output()
+    else:
+        assert (policy, priority) == (os.SCHED_FIFO, ARM_BALANCE_PRIORITY)
+
+
 def test_command_names_both_arms_with_a_finite_position_and_velocity_each(
         probe: Probe, arm: RunningNode, feed: Callable[[FeedSpec], Feeder]) -> None:
     """/arm_balance/command names the 14 arm joints, with 14 finite positions and velocities."""
