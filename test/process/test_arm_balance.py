@@ -51,7 +51,9 @@ def test_configure_and_activate_by_services_leave_it_active(probe: Probe, arm: R
 
 def _scheduling(pid: int) -> tuple[int, int]:
     """(policy, real-time priority) of thread ``pid`` (/proc/<pid>/stat fields 41 and 40)."""
-    fields = open(f"/proc/{pid}/task/{pid}/stat").read().rsplit(")", 1)[1].split()
+    from pathlib import Path
+
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[38]), int(fields[37])
 
 
