@@ -127,7 +127,7 @@ class LogThrottle:
 
 def set_thread_priority(node: Node, priority: int, what: str) -> bool:
     """Put the calling thread under SCHED_FIFO ``priority`` (1-99), or back to normal
-    scheduling (0); warn once, naming the fix, when the system refuses. Whether it holds.
+    scheduling (0); when the system refuses, a warning naming the fix. Whether it holds.
 
     ros2_control's controller manager does the same for its loop: a control loop that
     shares a loaded machine with monitoring and logging must not wait behind them.

@@ -355,6 +355,8 @@ class MujocoSimNode(Node):
         if "command_timeout" in changes or "hold_deceleration" in changes:
             self.timeout.configure(timeout_s=changes.get("command_timeout"),
                                    deceleration_rad_s2=changes.get("hold_deceleration"))
+            if self.delay is not None and "command_timeout" in changes:
+                self.delay.horizon_s = float(changes["command_timeout"])
         self._log("info", "parameters changed: " + ", ".join(
             f"{name}={value!r}" for name, value in changes.items()))
 

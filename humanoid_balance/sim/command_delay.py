@@ -1,12 +1,13 @@
 """A fixed command latency: stamped commands act a set time after their stamp (no rclpy).
 
 Over a non-real-time transport (DDS between processes on a loaded machine) a
-command stamped ``t`` reaches the simulation 0 to 20 ms later, a different delay
-each time. Applied as it comes, as of its stamp, the joint's target jumps by what
-the command's velocity would have covered meanwhile, and a controller running
-irregular periods turns that into position steps of every joint at the servos
-(``benchmarks/graph.py``'s free-running demo: the strike's CoP peak with RMC from 0.2
-to 2.1 of the peak without, run to run). A robot's servo interface does what
+command stamped ``t`` reaches the simulation later by a different delay each time
+(measured on the 2-core machine, free-running: 2-4 ms on average, 10-50 ms at
+worst). Applied as it comes, as of its stamp, the joint's target jumps by what the
+command's velocity would have covered meanwhile, and a controller running irregular
+periods turns that into position steps of every joint at the servos (the free-running
+demo: the strike's CoP peak with RMC from 0.25 to 2.1 of the peak without, run to run;
+README, "Figures"). A robot's servo interface does what
 :class:`CommandDelay` does: it plays the command stream back a fixed latency after
 the stamps, so every command acts at ``stamp + latency``, in the order of the stamps,
 and both arms of one command move together, whatever the transport did. A command
@@ -34,20 +35,31 @@ class CommandDelay(Generic[T]):
     """Commands held until ``stamp + latency_s`` of simulation time.
 
     Args:
-        latency_s: how long after its stamp a command acts [s] (>= 0; 0: at once).
+        latency_s: how long after its stamp a command acts [s] (>= 0; 0: at its stamp).
         horizon_s: a command stamped further than this ahead of the simulation's time is
-            on another clock: it acts at once [s] (> 0).
+            on another clock: it acts at once [s] (> 0; settable, e.g. with the command
+            timeout).
     """
 
     def __init__(self, latency_s: float, *, horizon_s: float) -> None:
-        for label, value, low in (("latency_s", latency_s, 0.0), ("horizon_s", horizon_s, 1e-12)):
-            if not math.isfinite(value) or value < low:
-                raise InvalidInputError(f"{label}={value} must be finite and >= {low:g}")
+        if not math.isfinite(latency_s) or latency_s < 0:
+            raise InvalidInputError(f"latency_s={latency_s} must be finite and >= 0")
         self.latency_ns = round(latency_s * 1e9)
-        self.horizon_ns = round(horizon_s * 1e9)
+        self.horizon_s = horizon_s
         #: (act at [ns], arrival order, stamp [ns], command): a heap by act time, then arrival
         self._heap: list[tuple[int, int, int, T]] = []
         self._order = itertools.count()
+
+    @property
+    def horizon_s(self) -> float:
+        """How far ahead of the simulation a stamp may be and still wait [s]."""
+        return self._horizon_ns * 1e-9
+
+    @horizon_s.setter
+    def horizon_s(self, value: float) -> None:
+        if not math.isfinite(value) or value <= 0:
+            raise InvalidInputError(f"horizon_s={value} must be finite and > 0")
+        self._horizon_ns = round(value * 1e9)
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -55,7 +67,7 @@ class CommandDelay(Generic[T]):
     def push(self, stamp_ns: int, now_ns: int, command: T) -> None:
         """Hold ``command`` stamped ``stamp_ns``, received at simulation time ``now_ns`` [ns]."""
         act = stamp_ns + self.latency_ns
-        if stamp_ns <= 0 or act - now_ns > self.horizon_ns:
+        if stamp_ns <= 0 or act - now_ns > self._horizon_ns:
             act = now_ns  # unstamped, or on another clock: as it comes
         heapq.heappush(self._heap, (act, next(self._order), stamp_ns, command))
 

@@ -72,7 +72,16 @@ def test_zero_latency_acts_at_the_stamp() -> None:
     assert drain(delay, 101 * MS) == [(100 * MS, "x")]
 
 
-@pytest.mark.parametrize(("latency", "horizon"), [(-0.001, 0.2), (float("nan"), 0.2), (0.01, 0.0)])
+def test_a_shorter_horizon_set_later_applies_to_the_next_command() -> None:
+    """The horizon follows the command timeout when that changes at run time."""
+    delay: CommandDelay[str] = CommandDelay(0.010, horizon_s=0.2)
+    delay.horizon_s = 0.02
+    delay.push(150 * MS, 100 * MS, "now beyond the horizon")
+    assert drain(delay, 100 * MS) == [(100 * MS, "now beyond the horizon")]
+
+
+@pytest.mark.parametrize(("latency", "horizon"), [(-0.001, 0.2), (float("nan"), 0.2), (0.01, 0.0),
+                                                  (0.01, float("inf"))])
 def test_bad_settings_are_refused(latency: float, horizon: float) -> None:
     with pytest.raises(InvalidInputError, match="must be finite"):
         CommandDelay(latency, horizon_s=horizon)
