@@ -262,23 +262,16 @@ class WaistProtocol:
         self.counts_per_rev = counts_per_rev
         self.db = load_database()
         self._by_id = {m.frame_id: m for m in self.db.messages}
-        # (signal, minimum, maximum) per frame, read once: checked on every encode
-        self._limits: dict[int, tuple[tuple[str, float, float], ...]] = {}
-        for message in self.db.messages:
-            limits = []
-            for signal in message.signals:
-                lo, hi = signal.minimum, signal.maximum
-                if lo is None or hi is None or signal.is_float:  # pragma: no cover - none is
-                    raise ConfigurationError(
-                        f"{DBC_PATH.name}: {message.name}.{signal.name} must be an integer signal "
-                        "with a [minimum|maximum] range (the decoder relies on finite values)")
-                limits.append((signal.name, lo, hi))
-            self._limits[message.frame_id] = tuple(limits)
+        #: each frame's layout compiled from the DBC once (the encoders' and decoder's codec);
+        #: it refuses a signal that is not an integer with a [minimum|maximum] range, so every
+        #: decoded value is finite
+        self._codecs = {m.frame_id: FrameCodec(m) for m in self.db.messages}
+        #: (signal, minimum, maximum) per frame, the codecs' (a decoded setpoint is checked on them)
+        self._limits = {frame_id: tuple((s.name, s.minimum, s.maximum) for s in codec.signals)
+                        for frame_id, codec in self._codecs.items()}
         #: setpoint frame id -> (kind, signal of node 1, signal of node 2)
         self._setpoints = {frame_id: (kind, f"{prefix}1", f"{prefix}2")
                            for frame_id, (kind, prefix) in SETPOINT_FRAMES.items()}
-        #: each frame's layout compiled from the DBC once (the encoders' and decoder's codec)
-        self._codecs = {m.frame_id: FrameCodec(m) for m in self.db.messages}
         self._feedback_current_a = self.signal_range("DriveFeedback1", "Current")
         lo_counts, hi_counts = self.signal_range("DriveFeedback1", "PositionCounts")
         #: the lowest count and the counter's span (counts wrap like the 24-bit counter)
@@ -371,7 +364,7 @@ class WaistProtocol:
         data = bytes(msg.data)
         if len(data) != codec.length or msg.dlc != codec.length:
             return Rejected("wrong_length")
-        # every signal is an integer times a scale (checked in __init__): always finite
+        # every signal is an integer times a scale (the codecs refuse any other): always finite
         values = codec.decode(data)
         setpoint = self._setpoints.get(frame_id)
         if setpoint is not None:

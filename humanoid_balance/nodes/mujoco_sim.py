@@ -518,19 +518,18 @@ class MujocoSimNode(Node):
 
     def _apply_pending(self) -> None:
         delay = self.delay
-        if self._pending:  # most steps have none (a racing append is taken the next step)
+        if not self._pending and not delay:  # most steps (a racing append is taken the next step)
+            return
+        pending = []
+        if self._pending:
             with self._lock:
                 pending, self._pending = self._pending, []
-            if delay is not None:
-                now_ns = round(self.sim.time * 1e9)
-                for command in pending:
-                    delay.push(command[0], now_ns, command)
-        elif delay is None or not delay:
-            return
-        if delay is not None:  # the commands whose time came, as of that time
-            pending = [(act_ns, *command[1:])
-                       for act_ns, command in delay.due(round(self.sim.time * 1e9))]
         now = self.sim.time
+        if delay is not None:  # held until stamp + latency; applied as of that time
+            now_ns = round(now * 1e9)
+            for command in pending:
+                delay.push(command[0], now_ns, command)
+            pending = [(act_ns, *command[1:]) for act_ns, command in delay.due(now_ns)]
         for stamp_ns, names, position, velocity in pending:
             age = command_age_s(stamp_ns, now, self.timeout.timeout_s)
             try:

@@ -614,9 +614,7 @@ class WaistControllerNode(LifecycleNode):
         switch = float(self._param("gil_switch_interval"))
         if switch > 0:  # the other threads yield the GIL quickly (process-wide)
             sys.setswitchinterval(switch)
-        priority = int(self._param("servo_priority"))
-        if priority > 0:  # a new thread starts at normal priority: nothing to undo
-            set_thread_priority(self, priority, "the servo thread")
+        set_thread_priority(self, int(self._param("servo_priority")), "the servo thread")
         period = ctl.config.gains.dt
         spin = float(self._param("spin_margin"))
         publish_every = max(1, round(ctl.config.servo_rate_hz / float(self._param("publish_rate"))))

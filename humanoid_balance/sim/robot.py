@@ -442,8 +442,8 @@ class MujocoRobotSim:
         from in time (``n a dt`` with :math:`a dt^2 n (n + 1) / 2 \\le |e|`,
         :math:`\\approx \\sqrt{2 a |e|}`) and at most ``|e| / dt``; a gap within ``a dt^2``
         that a correction change within ``a dt`` closes is closed in the step (what a
-        command stream within the limits leaves, every step: checked first, on the
-        limited joints only). Every move is at most the velocity limit.
+        command stream within the limits leaves, every step: then no correction is
+        computed). Every move is at most the velocity limit.
         """
         goal, was = self._goal_q, self._target_q
         target = self._toward_goal(dt)
@@ -454,23 +454,20 @@ class MujocoRobotSim:
         c_was = self._target_u[li] - goal_step / dt
         size = np.abs(e)
         change, step = self._limited_change, self._limited_step
-        if not ((size <= step).all() and (np.abs(e / dt - c_was) <= change).all()):
+        closing = (size <= step) & (np.abs(e / dt - c_was) <= change)
+        if closing.all():
+            move = g1 - t0
+        else:
             # braking by a dt a step from c = n a dt covers a dt^2 n (n + 1) / 2: the largest n
             brake = 0.5 * (np.sqrt(1.0 + 8.0 * size / step) - 1.0) * step / dt
             c = np.clip(np.sign(e) * np.minimum(size / dt, brake), c_was - change, c_was + change)
-            closing = (size <= step) & (np.abs(e / dt - c_was) <= change)
             move = np.where(closing, g1 - t0, goal_step + c * dt)
-        else:
-            closing = None
-            move = g1 - t0
         limit = self.velocity_limit_rad_s[li] * dt
-        reached = np.abs(move) <= limit
-        if closing is not None:
-            reached &= closing
+        reached = (np.abs(move) <= limit) & closing
         target[li] = np.where(reached, g1, t0 + np.clip(move, -limit, limit))
         self._target_q = target
         self._target_u[li] = (target[li] - t0) / dt
-        return closing is None and bool(reached.all())
+        return bool(reached.all())
 
     def joint_state(self) -> JointStateSample:
         """Joint positions (with encoder noise), velocities and servo efforts."""
