@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,55 @@ def test_processes_find_each_other_on_loopback(rclpy_context: object) -> None:
         proc.terminate()
         proc.wait(timeout=10)
     assert len(got) >= 5 and got[0] == "hello"
+
+
+def _udp_datagrams_received() -> int:
+    """The machine's count of UDP datagrams received (``/proc/net/snmp``, ``Udp: InDatagrams``)."""
+    header, values = (line.split() for line in
+                      Path("/proc/net/snmp").read_text().splitlines() if line.startswith("Udp:"))
+    return int(values[header.index("InDatagrams")])
+
+
+@pytest.mark.ros
+def test_participants_of_one_process_talk_through_the_transport(rclpy_context: object) -> None:
+    """The profile turns Fast DDS's intra-process delivery off (see config/fastdds_loopback.xml):
+    messages between two participants of this process travel as loopback UDP datagrams.
+
+    With the intra-process shortcut on, the same messages raise the machine's UDP
+    counter by none (measured: 0 datagrams for 2000 messages; 2017 with it off).
+    """
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import Float64
+
+    other = Context()
+    rclpy.init(context=other)
+    talker = rclpy.create_node("intraprocess_talker", context=other)
+    listener = rclpy.create_node("intraprocess_listener", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(listener)
+    got: list[float] = []
+    listener.create_subscription(Float64, "/intraprocess_check", lambda m: got.append(m.data), 100)
+    publisher = talker.create_publisher(Float64, "/intraprocess_check", 100)
+    count = 300
+    try:
+        deadline = time.monotonic() + 20.0
+        while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        time.sleep(0.5)  # discovery's own datagrams settle
+        before = _udp_datagrams_received()
+        for k in range(count):
+            publisher.publish(Float64(data=float(k)))
+            executor.spin_once(timeout_sec=0.0)
+        deadline = time.monotonic() + 10.0
+        while len(got) < count and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        datagrams = _udp_datagrams_received() - before
+    finally:
+        executor.shutdown()
+        listener.destroy_node()
+        talker.destroy_node()
+        rclpy.shutdown(context=other)
+    assert len(got) >= count // 2, f"received {len(got)} of {count}"
+    assert datagrams >= len(got), f"{len(got)} messages came in only {datagrams} UDP datagrams"
