@@ -5,7 +5,9 @@ The URDF the controllers use (``urdf/humanoid.urdf``) is loaded into MuJoCo with
 
 - a free joint at the pelvis and a flat floor (friction ``mu``, seed 000: 0.3);
 - the sole contact: four small spheres per foot at the FSR points; each is a
-  one-axis load cell, so an FSR reads the normal contact force of its sphere;
+  one-axis load cell, so an FSR reads the normal contact force of its sphere
+  (a MuJoCo touch sensor on a zone around the sphere: computed in C with the
+  other sensors, equal to summing ``mj_contactForce`` over the sphere's contacts);
 - an actuator per joint: a stiff PD servo with velocity feed-forward,
   ``tau = kp (q_d - q) + kv (qd_d - qd)``, clipped to the URDF effort limit. It is
   a MuJoCo ``general`` actuator (``gain kp, bias [0, -kp, -kv]``, control
@@ -125,7 +127,6 @@ class HumanoidSim(MujocoRobotSim):
         self._contacts_valid_at = -1.0
         self._fsr = np.zeros((2, FSR_COUNT))
         self._fsr_flat = self._fsr.reshape(-1)  # a view: side * FSR_COUNT + i
-        self._wrench = np.zeros(6)  # mj_contactForce's output
         self._cop: np.ndarray | None = None
         self._fz_total = 0.0
         path = Path(urdf_path) if urdf_path is not None else package_urdf_path("humanoid")
@@ -168,6 +169,16 @@ class HumanoidSim(MujocoRobotSim):
                 pad.mass = 0.0
                 pad.condim = 3
                 pad.friction = friction
+        # the FSRs: touch sensors (sum of the normal forces of a body's contacts inside
+        # the sensor's site), added after the ankle sensors so that their 8 readings are
+        # contiguous in sensordata (left 0-3, right 0-3)
+        for side in SIDES:
+            for i in range(FSR_COUNT):
+                zone = spec.body(f"{side}_fsr_{i}").add_site(
+                    name=f"{side}_fsr_{i}_zone", type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                    size=[2.0 * PAD_RADIUS, 0, 0], pos=[0.0, 0.0, PAD_RADIUS])
+                spec.add_sensor(name=f"{side}_fsr_{i}", type=mujoco.mjtSensor.mjSENS_TOUCH,
+                                objtype=mujoco.mjtObj.mjOBJ_SITE, objname=zone.name)
         if spec.body("waist_plate") is None:
             raise ModelFileError(str(self.urdf_path), "no link named 'waist_plate'")
         spec.add_sensor(name="waist_plate_quat", type=mujoco.mjtSensor.mjSENS_FRAMEQUAT,
@@ -175,16 +186,16 @@ class HumanoidSim(MujocoRobotSim):
 
     def _after_compile(self) -> None:
         m = self.model
-        self._floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
-        self._pad_index: dict[int, tuple[int, int]] = {}
-        for s, side in enumerate(SIDES):
-            for i in range(FSR_COUNT):
-                gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{side}_fsr_{i}_pad")
-                self._pad_index[gid] = (s, i)
-        #: geom id -> its FSR's flat index in ``_fsr`` (side * FSR_COUNT + i), -1: not a pad
-        self._pad_slot = [-1] * m.ngeom
-        for gid, (s, i) in self._pad_index.items():
-            self._pad_slot[gid] = s * FSR_COUNT + i
+        pads = [f"{side}_fsr_{i}" for side in SIDES for i in range(FSR_COUNT)]
+        #: the pads' geom ids in the order of ``_fsr_flat`` (side * FSR_COUNT + i)
+        self._pad_geoms = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{pad}_pad")
+                                    for pad in pads])
+        touch = [int(m.sensor_adr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, pad)])
+                 for pad in pads]
+        if touch != list(range(touch[0], touch[0] + len(pads))):  # _customize adds them so
+            raise ModelFileError(str(self.urdf_path), f"FSR sensors not contiguous: {touch}")
+        #: the FSRs' readings in sensordata, in the order of ``_fsr_flat``
+        self._touch = slice(touch[0], touch[0] + len(pads))
         self._sensor_adr = {
             name: int(m.sensor_adr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, name)])
             for name in ("left_foot_force", "left_foot_torque", "right_foot_force",
@@ -229,48 +240,27 @@ class HumanoidSim(MujocoRobotSim):
         return force, torque
 
     def _update_contacts(self) -> None:
-        """FSR forces, CoP and total vertical force from the floor contacts (once per step).
+        """FSR forces, CoP and total vertical force from the pads' touch sensors (once per step).
 
-        Per step at 1 kHz: the few contacts' fields are read as Python lists once and
-        summed with Python floats (numpy calls on 3-vectors cost more than the sums).
+        The floor is the horizontal plane z = 0: a pad's normal force is its vertical
+        force, and MuJoCo puts a sphere's contact with it under the sphere's centre,
+        halfway into the penetration (z = (centre z - radius) / 2): the CoP is the mean
+        of those points weighted by the normal forces.
         """
         data = self.data
         if self._contacts_valid_at == data.time:
             return
         fsr = self._fsr_flat
-        fsr[:] = 0.0
-        floor, slots, wrench = self._floor, self._pad_slot, self._wrench
-        contacts = data.contact  # the ncon active contacts, field by field
-        geom1, geom2 = contacts.geom1.tolist(), contacts.geom2.tolist()
-        frames: list[list[float]] = []
-        positions: list[list[float]] = []
-        wx = wy = wz = fz_total = 0.0
-        for k, (a, b) in enumerate(zip(geom1, geom2, strict=True)):
-            if a == floor:
-                other = b
-            elif b == floor:
-                other = a
-            else:
-                continue
-            if not frames:
-                frames, positions = contacts.frame.tolist(), contacts.pos.tolist()
-            mujoco.mj_contactForce(self.model, data, k, wrench)
-            normal, f1, f2 = wrench[0:3].tolist()  # contact frame: x is the normal
-            slot = slots[other]
-            if slot >= 0:
-                fsr[slot] += normal
-            # world force on the robot: the frame's rows are the contact axes, so its
-            # z component is sum_i f_i frame[i, 2]
-            frame = frames[k]
-            fz = abs(normal * frame[2] + f1 * frame[5] + f2 * frame[8])
-            px, py, pz = positions[k]
-            wx += fz * px
-            wy += fz * py
-            wz += fz * pz
-            fz_total += fz
+        fsr[:] = data.sensordata[self._touch]
+        fz_total = float(fsr.sum())
         self._fz_total = fz_total
-        self._cop = np.array([wx / fz_total, wy / fz_total, wz / fz_total]) \
-            if fz_total > 1e-9 else None
+        if fz_total > 1e-9:
+            cop = fsr @ data.geom_xpos[self._pad_geoms]
+            cop /= fz_total
+            cop[2] = 0.5 * (cop[2] - PAD_RADIUS)
+            self._cop = cop
+        else:
+            self._cop = None
         self._contacts_valid_at = float(data.time)
 
     def fsr_forces(self, side: str) -> np.ndarray:

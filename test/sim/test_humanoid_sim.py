@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
 from scipy.spatial import ConvexHull, Delaunay
@@ -71,6 +72,49 @@ def test_ankle_sensors_read_the_weight_less_the_feet(standing: dict[str, np.ndar
 def test_fsrs_read_the_weight(standing: dict[str, np.ndarray]) -> None:
     """The eight FSRs together read M g within 1 % (they are the only contacts)."""
     assert np.abs(standing["fsr"] / standing["mg"] - 1.0).max() <= 0.01
+
+
+def _contact_readings(sim: HumanoidSim) -> tuple[np.ndarray, np.ndarray]:
+    """The FSRs (left 0-3, right 0-3) and the CoP from MuJoCo's contact forces, contact by contact."""
+    model, data = sim.model, sim.data
+    floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    pads = {mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, f"{side}_fsr_{i}_pad"): 4 * s + i
+            for s, side in enumerate(SIDES) for i in range(4)}
+    fsr, moment, total, wrench = np.zeros(8), np.zeros(3), 0.0, np.zeros(6)
+    for k in range(data.ncon):
+        contact = data.contact[k]
+        other = contact.geom2 if contact.geom1 == floor else contact.geom1
+        assert floor in (contact.geom1, contact.geom2) and other in pads
+        mujoco.mj_contactForce(model, data, k, wrench)
+        fz = float(wrench[:3] @ contact.frame.reshape(3, 3)[:, 2])  # world z of the force
+        fsr[pads[other]] += wrench[0]
+        moment += fz * contact.pos
+        total += fz
+    return fsr, moment / total
+
+
+def test_fsrs_and_cop_equal_the_contact_forces_while_the_arms_move() -> None:
+    """The touch sensors read what summing mj_contactForce over each pad's contacts gives
+    (to 1e-9 N); the CoP is the contact points weighted by their vertical forces (to
+    1e-9 m); over 1.5 s of arm swings."""
+    sim = HumanoidSim(arm_acceleration_limits=True)  # swings, not impulses that make it hop
+    sim.settle(0.5)
+    rng = np.random.default_rng(3)
+    arms = tuple(n for n in sim.joint_names if "shoulder" in n or "elbow" in n)
+    worst_fsr = worst_cop = 0.0
+    for k in range(1500):
+        if k % 250 == 0:
+            sim.set_targets(arms, 0.4 * rng.standard_normal(len(arms)), None)
+        sim.step()
+        if k % 10 == 0:
+            fsr, cop = _contact_readings(sim)
+            measured = np.concatenate([sim.fsr_forces(side) for side in SIDES])
+            truth = sim.cop()
+            assert truth is not None
+            worst_fsr = max(worst_fsr, float(np.abs(measured - fsr).max()))
+            worst_cop = max(worst_cop, float(np.abs(truth - cop).max()))
+            assert sim.vertical_contact_force() == pytest.approx(fsr.sum(), abs=1e-9)
+    assert worst_fsr <= 1e-9 and worst_cop <= 1e-9, (worst_fsr, worst_cop)
 
 
 def test_no_joint_drifts_more_than_1_mrad(standing: dict[str, np.ndarray]) -> None:
