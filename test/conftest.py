@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import faulthandler
 import os
 import sys
 from collections.abc import Iterator
@@ -24,30 +22,6 @@ from humanoid_balance.ros_env import use_loopback_dds  # noqa: E402
 TEST_DOMAIN_ID = int(os.environ.get("HB_TEST_DOMAIN_ID", 1 + os.getpid() % 100))
 use_loopback_dds(TEST_DOMAIN_ID)
 os.environ.setdefault("MPLBACKEND", "Agg")
-
-
-#: s a test may take before the session ends with every thread's stack and exit status 1.
-#: pytest-timeout (600 s, pyproject.toml) acts first, from a signal handler; that handler
-#: never runs while the main thread is stuck in C holding the GIL (a DDS deadlock in
-#: a participant's destruction did that once: the suite hung until the CI limit).
-#: faulthandler's watchdog is a C thread that needs no GIL.
-HANG_EXIT_S = float(os.environ.get("HB_TEST_HANG_EXIT_S", 660.0))
-
-
-@contextlib.contextmanager
-def hang_watchdog(seconds: float) -> Iterator[None]:
-    """Print every thread's stack to stderr and exit the process with status 1 after ``seconds``."""
-    faulthandler.dump_traceback_later(seconds, exit=True)
-    try:
-        yield
-    finally:
-        faulthandler.cancel_dump_traceback_later()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    with hang_watchdog(HANG_EXIT_S):
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,10 @@
-"""The suite's hang watchdog (test/conftest.py): a test stuck in C holding the GIL ends the session."""
+"""The suite's hang watchdog (pyproject.toml): a test stuck in C holding the GIL ends the session.
+
+pytest-timeout's handler is a Python signal handler: it never runs while the main thread
+waits in C with the GIL held (a DDS deadlock did that once, and the suite hung until
+the CI limit). pytest's ``faulthandler_timeout`` with ``faulthandler_exit_on_timeout``
+dumps every thread's stack from a C thread and exits with status 1.
+"""
 
 from __future__ import annotations
 
@@ -7,41 +13,45 @@ import sys
 import time
 from pathlib import Path
 
-TEST_DIR = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parent.parent
 
-# the main thread stuck in C with the GIL held, as in the DDS deadlock the watchdog is for:
 # ctypes.PyDLL keeps the GIL during the call, and a default pthread mutex locked a second
-# time by its owner blocks for ever (no signal ends the wait: the SIGALRM handler, as
-# pytest-timeout's, never runs)
+# time by its owner blocks for ever: no signal ends the wait
 STUCK_LINE = "    libc.pthread_mutex_lock(mutex)  # stuck"
-STUCK = f"""
-import ctypes, signal, sys
-sys.path.insert(0, {str(TEST_DIR)!r})
-from conftest import hang_watchdog
-libc = ctypes.PyDLL(None)
-mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER (glibc)
-libc.pthread_mutex_lock(mutex)
-signal.signal(signal.SIGALRM, lambda *a: sys.exit(3))
-signal.alarm(1)
-with hang_watchdog(2.0):
+STUCK_TEST = f"""
+import ctypes
+
+
+def test_stuck_in_c_with_the_gil():
+    libc = ctypes.PyDLL(None)
+    mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER (glibc)
+    libc.pthread_mutex_lock(mutex)
 {STUCK_LINE}
 """
 
 
-def test_a_test_stuck_in_c_ends_with_every_stack_and_status_1() -> None:
+def _pytest(tmp_path: Path, body: str,
+            faulthandler_timeout: float) -> tuple[subprocess.CompletedProcess[str], float]:
+    (tmp_path / "test_case.py").write_text(body)
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", STUCK], capture_output=True, text=True,
-                          timeout=120)
-    took = time.monotonic() - start
-    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
-    line = STUCK.splitlines().index(STUCK_LINE) + 1
-    assert "Timeout" in done.stderr and f"line {line}" in done.stderr, done.stderr
+    # the project's pytest settings, the watchdog's delay shortened; pytest-timeout (600 s)
+    # stays as configured and cannot act in time
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir",
+         str(tmp_path), "-p", "no:cacheprovider", "-o",
+         f"faulthandler_timeout={faulthandler_timeout}", str(tmp_path / "test_case.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return done, time.monotonic() - start
+
+
+def test_a_test_stuck_in_c_ends_the_session_with_every_stack_and_status_1(tmp_path: Path) -> None:
+    done, took = _pytest(tmp_path, STUCK_TEST, 2.0)
+    line = STUCK_TEST.splitlines().index(STUCK_LINE) + 1
+    assert done.returncode == 1, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert "Timeout" in done.stderr and f"test_case.py\", line {line}" in done.stderr, done.stderr
     assert took < 60.0
 
 
-def test_the_watchdog_is_cancelled_after_the_block() -> None:
-    quiet = STUCK.replace(STUCK_LINE, "    pass").replace("signal.alarm(1)", "") + \
-        "import time; time.sleep(3.0); print('alive')"
-    done = subprocess.run([sys.executable, "-c", quiet], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr
+def test_a_test_that_finishes_in_time_is_left_alone(tmp_path: Path) -> None:
+    done, _ = _pytest(tmp_path, "import time\n\n\ndef test_sleeps():\n    time.sleep(3.0)\n", 10.0)
+    assert done.returncode == 0 and "1 passed" in done.stdout, (done.stdout, done.stderr)
