@@ -46,8 +46,8 @@ class CommandDelay(Generic[T]):
             raise InvalidInputError(f"latency_s={latency_s} must be finite and >= 0")
         self.latency_ns = round(latency_s * 1e9)
         self.horizon_s = horizon_s
-        #: (act at [ns], arrival order, stamp [ns], command): a heap by act time, then arrival
-        self._heap: list[tuple[int, int, int, T]] = []
+        #: (act at [ns], arrival order, command): a heap by act time, then arrival
+        self._heap: list[tuple[int, int, T]] = []
         self._order = itertools.count()
 
     @property
@@ -69,7 +69,7 @@ class CommandDelay(Generic[T]):
         act = stamp_ns + self.latency_ns
         if stamp_ns <= 0 or act - now_ns > self._horizon_ns:
             act = now_ns  # unstamped, or on another clock: as it comes
-        heapq.heappush(self._heap, (act, next(self._order), stamp_ns, command))
+        heapq.heappush(self._heap, (act, next(self._order), command))
 
     def due(self, now_ns: int) -> Iterator[tuple[int, T]]:
         """The commands due at ``now_ns`` [ns], by act time then arrival: (act time [ns], command).
@@ -78,5 +78,5 @@ class CommandDelay(Generic[T]):
         """
         heap = self._heap
         while heap and heap[0][0] <= now_ns:
-            act, _, _, command = heapq.heappop(heap)
+            act, _, command = heapq.heappop(heap)
             yield act, command

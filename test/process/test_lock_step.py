@@ -13,6 +13,7 @@ import pytest
 from process_harness import spin_executor_until
 
 from humanoid_balance.graph import LOCK_STEP_RATE_HZ, GraphNode, sim_graph
+from humanoid_balance.nodes.common import stamp_ns
 from humanoid_balance.processes import LifecycleClient, NodeProcess
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -41,9 +42,6 @@ class Probe:
         return spin_executor_until(self.executor, until, seconds)
 
 
-def _ns(stamp: Any) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
 
 @pytest.fixture
 def lock_probe(rclpy_context: Any) -> Iterator[Probe]:
@@ -58,9 +56,9 @@ def lock_probe(rclpy_context: Any) -> Iterator[Probe]:
     executor = SingleThreadedExecutor(context=rclpy_context)
     executor.add_node(node)
     p = Probe(node, executor)
-    node.create_subscription(Clock, "/clock", lambda m: p.clock_ns.append(_ns(m.clock)), 100)
+    node.create_subscription(Clock, "/clock", lambda m: p.clock_ns.append(stamp_ns(m.clock)), 100)
     node.create_subscription(JointState, ARM_COMMAND,
-                             lambda m: p.command_ns.append(_ns(m.header.stamp)), 100)
+                             lambda m: p.command_ns.append(stamp_ns(m.header.stamp)), 100)
     node.create_subscription(DiagnosticArray, "/diagnostics", p.diagnostics.append, 100)
     try:
         yield p

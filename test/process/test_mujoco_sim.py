@@ -22,6 +22,7 @@ from process_harness import (
 )
 
 from humanoid_balance.graph import sim_graph
+from humanoid_balance.nodes.common import stamp_ns
 
 pytestmark = pytest.mark.ros
 
@@ -45,9 +46,6 @@ def sim(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Itera
         running.stop()
 
 
-def _ns(stamp: object) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)  # type: ignore[attr-defined]
-
 
 def test_clock_advances(probe: Probe, sim: RunningNode) -> None:
     """/clock comes and its time goes forward from message to message."""
@@ -55,7 +53,7 @@ def test_clock_advances(probe: Probe, sim: RunningNode) -> None:
 
     clock = probe.record(Clock, "/clock", keep=10_000)
     assert probe.spin_until(lambda: clock.count >= 100, OUTPUT_TIMEOUT_S)
-    times = [_ns(m.clock) for m in clock.messages]
+    times = [stamp_ns(m.clock) for m in clock.messages]
     assert all(b > a for a, b in pairwise(times))
 
 
@@ -77,9 +75,9 @@ def test_free_running_clock_comes_at_its_rate_and_the_sensors_at_theirs(
     def period_ms(stamps: list[int]) -> float:
         return 1e-6 * statistics.median(b - a for a, b in pairwise(stamps))
 
-    assert period_ms([_ns(m.clock) for m in clock.messages]) == pytest.approx(
+    assert period_ms([stamp_ns(m.clock) for m in clock.messages]) == pytest.approx(
         1e3 / FREE_RUNNING_CLOCK_RATE_HZ, abs=0.01)
-    assert period_ms([_ns(m.header.stamp) for m in joints.messages]) == pytest.approx(1.0,
+    assert period_ms([stamp_ns(m.header.stamp) for m in joints.messages]) == pytest.approx(1.0,
                                                                                      abs=0.01)
 
 
@@ -135,10 +133,10 @@ def test_tf_carries_world_to_pelvis_at_the_base_pose(probe: Probe, sim: RunningN
     tf = probe.record(TFMessage, "/tf", keep=100)
     poses = probe.record(PoseStamped, "/sim/base_pose", keep=2000)
     assert probe.spin_until(lambda: tf.count >= 10 and poses.count >= 100, OUTPUT_TIMEOUT_S)
-    by_stamp = {_ns(m.header.stamp): m.pose for m in poses.messages}
+    by_stamp = {stamp_ns(m.header.stamp): m.pose for m in poses.messages}
     sent = next(t for m in reversed(tf.messages) for t in m.transforms
-                if _ns(t.header.stamp) in by_stamp)
-    pose, moved = by_stamp[_ns(sent.header.stamp)], sent.transform
+                if stamp_ns(t.header.stamp) in by_stamp)
+    pose, moved = by_stamp[stamp_ns(sent.header.stamp)], sent.transform
     got = (sent.header.frame_id, sent.child_frame_id,
            [moved.translation.x, moved.translation.y, moved.translation.z,
             moved.rotation.x, moved.rotation.y, moved.rotation.z, moved.rotation.w])
@@ -171,7 +169,7 @@ def test_inclinometer_rate_set_at_run_time_changes_the_period(probe: Probe,
         probe.spin(0.2)  # what was under way at the change
         samples.messages.clear()
         assert probe.spin_until(lambda: len(samples.messages) >= 15, OUTPUT_TIMEOUT_S)
-        stamps = [_ns(m.header.stamp) for m in samples.messages]
+        stamps = [stamp_ns(m.header.stamp) for m in samples.messages]
         return 1e-6 * statistics.median(b - a for a, b in pairwise(stamps))
 
     try:

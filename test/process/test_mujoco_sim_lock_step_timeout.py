@@ -10,12 +10,10 @@ import pytest
 from process_harness import OUTPUT_TIMEOUT_S, Probe, start_node, wait_ready
 
 from humanoid_balance.graph import sim_graph
+from humanoid_balance.nodes.common import stamp_ns
 
 pytestmark = pytest.mark.ros
 
-
-def _ns(stamp: object) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)  # type: ignore[attr-defined]
 
 
 def test_lock_step_timeout_set_at_run_time_paces_a_silent_lock_step(
@@ -38,13 +36,13 @@ def test_lock_step_timeout_set_at_run_time_paces_a_silent_lock_step(
         probe.wait_for_subscribers(start)
         assert probe.spin_until(lambda: clock.count > 0, OUTPUT_TIMEOUT_S)
         start.publish(JointState())
-        assert probe.spin_until(lambda: _ns(clock.last.clock) > 0, OUTPUT_TIMEOUT_S)
+        assert probe.spin_until(lambda: stamp_ns(clock.last.clock) > 0, OUTPUT_TIMEOUT_S)
 
         def periods_per_s(seconds: float) -> float:
             probe.spin_until(lambda: clock.count > 0, OUTPUT_TIMEOUT_S)
-            t0, w0 = _ns(clock.last.clock), time.monotonic()
+            t0, w0 = stamp_ns(clock.last.clock), time.monotonic()
             probe.spin(seconds)
-            return (_ns(clock.last.clock) - t0) / 2e6 / (time.monotonic() - w0)
+            return (stamp_ns(clock.last.clock) - t0) / 2e6 / (time.monotonic() - w0)
 
         slow = periods_per_s(2.0)
         result = probe.set_parameters("mujoco_sim", lock_step_timeout=0.05)[0]
