@@ -130,8 +130,12 @@ class BagRecorder:
             self._connections[topic] = connection
             self.counts[topic] = 0
 
+        from humanoid_balance.nodes.common import clock_ns  # rclpy: imported when recording
+
+        clock = self.node.get_clock()
+
         def write(data: bytes, topic: str = topic) -> None:
-            stamp = self.node.get_clock().now().nanoseconds
+            stamp = clock_ns(clock)  # the log time: when it arrived, on the node's clock
             with self._lock:
                 if not self._closed:
                     self._writer.write(self._connections[topic], stamp, data)

@@ -36,6 +36,7 @@ from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.nodes.command_output import CommandOutput
 from humanoid_balance.nodes.common import (
     LogThrottle,
+    clock_ns,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
@@ -171,7 +172,7 @@ class ArmBalanceNode(LifecycleNode):
             self._publish_hold(hold, self._stamp(hold, self._now_ns()))
 
     def _now_ns(self) -> int:
-        return int(self.get_clock().now().nanoseconds)
+        return clock_ns(self.get_clock())
 
     def _s(self, ns: int, stamp: bool = False) -> float:  # them keep ns (since 1970: 0.2 us)
         return (ns - self._epochs.setdefault(stamp, ns)) * 1e-9

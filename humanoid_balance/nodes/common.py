@@ -62,6 +62,19 @@ def diagnostic_array(node: Node, statuses: Iterable[DiagnosticStatus]) -> Diagno
     return msg
 
 
+def clock_ns(clock: Any) -> int:
+    """``clock.now().nanoseconds`` of an rclpy ``Clock`` without building a ``Time``.
+
+    For the per-message reads (a node's receive time, a bag's log time): 2 us
+    against 4 (measured, rclpy 9.1). It reads the rcl clock through ``Clock.handle``
+    as ``now()`` does (rclpy Humble to Kilted), so the simulation time override
+    applies as there.
+    """
+    handle = clock.handle
+    with handle:
+        return int(handle.get_now().nanoseconds)
+
+
 def stamp_ns(stamp: TimeMsg) -> int:
     """A header stamp in integer nanoseconds."""
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)

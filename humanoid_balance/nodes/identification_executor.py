@@ -105,6 +105,7 @@ from humanoid_balance.nodes.common import (
     OK,
     WARN,
     LogThrottle,
+    clock_ns,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
@@ -404,7 +405,7 @@ class IdentificationExecutor(LifecycleNode):
     # --- inputs -----------------------------------------------------------------------------
 
     def _now_ns(self) -> int:
-        return int(self.get_clock().now().nanoseconds)
+        return clock_ns(self.get_clock())
 
     def _now(self) -> float:
         return float(self._now_ns()) * 1e-9

@@ -91,6 +91,7 @@ from humanoid_balance.nodes.common import (
     WARN,
     LogThrottle,
     all_finite,
+    clock_ns,
     diagnostic_array,
     diagnostic_status,
     read_joint_state,
@@ -307,7 +308,7 @@ class ZmpEstimatorNode(Node):
     # --- inputs -----------------------------------------------------------------
 
     def _now_ns(self) -> int:
-        return int(self.get_clock().now().nanoseconds)
+        return clock_ns(self.get_clock())
 
     def _on_joint_states(self, msg: bytes | JointState) -> None:
         """A ``/joint_states`` message: serialized (the subscription is raw) or a JointState."""
