@@ -112,3 +112,26 @@ def test_a_refused_priority_warns_with_the_fix_and_keeps_normal_scheduling(
     assert lines == [("warning", "the test thread stays at normal priority: SCHED_FIFO 20 refused "
                       "([Errno 1] Operation not permitted); give the user an rtprio limit "
                       "(/etc/security/limits.conf) or CAP_SYS_NICE")]
+
+
+def test_clock_ns_reads_the_clock_as_now_does_simulation_time_included() -> None:
+    """clock_ns is now().nanoseconds: the system time, and a ROS clock's /clock override."""
+    from rclpy.clock import Clock, ClockType, ROSClock
+    from rclpy.time import Time
+    from rclpy.time_source import TimeSource
+
+    from humanoid_balance.nodes.common import clock_ns
+
+    before = time.time_ns()
+    read = clock_ns(Clock(clock_type=ClockType.SYSTEM_TIME))
+    assert before <= read <= time.time_ns()
+
+    clock = ROSClock()
+    source = TimeSource()
+    source.attach_clock(clock)
+    source.ros_time_is_active = True  # as use_sim_time does
+    clock.set_ros_time_override(Time(nanoseconds=1_234_567_891, clock_type=ClockType.ROS_TIME))
+    assert clock_ns(clock) == clock.now().nanoseconds == 1_234_567_891
+    source.ros_time_is_active = False
+    before = time.time_ns()
+    assert before <= clock_ns(clock) <= time.time_ns()
