@@ -122,6 +122,7 @@ from humanoid_balance.nodes.common import (
     ERROR,
     OK,
     WARN,
+    clock_ns,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
@@ -313,7 +314,7 @@ class WaistControllerNode(LifecycleNode):
             self._subs.append(self.create_subscription(String, SIM_FAULT_TOPIC,
                                                        self._on_sim_fault, qos))
         # the controller's clock on the node clock's scale (stamps of /waist/reference)
-        self._epoch_ns = self.get_clock().now().nanoseconds - round(self._controller_now() * 1e9)
+        self._epoch_ns = clock_ns(self.get_clock()) - round(self._controller_now() * 1e9)
         self._srvs = [self.create_service(SetBool, "/waist/enable", self._on_enable),
                       self.create_service(Trigger, "/waist/stop", self._on_stop)]
         # on the steady clock: the drives' state is reported while a simulation's clock pauses
@@ -529,7 +530,7 @@ class WaistControllerNode(LifecycleNode):
         delay: float | None = None
         stamp = stamp_ns(msg.header.stamp)
         if stamp:  # the stamp is the start on the node clock: as far from now on the controller's
-            delay = (stamp - self.get_clock().now().nanoseconds) * 1e-9
+            delay = (stamp - clock_ns(self.get_clock())) * 1e-9
 
         def plan(now: float) -> None:
             # in the servo thread, on the time of its period: planned from the reference of the
@@ -595,7 +596,7 @@ class WaistControllerNode(LifecycleNode):
         ns = stamp_ns(stamp)
         if ns == 0:
             return now
-        age_s = (self.get_clock().now().nanoseconds - ns) * 1e-9
+        age_s = (clock_ns(self.get_clock()) - ns) * 1e-9
         return now - max(age_s, 0.0)
 
     # --- servo thread ---------------------------------------------------------------------
@@ -718,7 +719,7 @@ class WaistControllerNode(LifecycleNode):
         if _finite(shaped):
             self.pub_reference.publish(writers.joints.write(
                 self._epoch_ns + round(now * 1e9), shaped, out.shaped_velocity_rad_s))
-        stamp_ns = self.get_clock().now().nanoseconds
+        stamp_ns = clock_ns(self.get_clock())
         if _finite(out.joint_position_rad):
             self.pub_joints.publish(writers.joints.write(
                 stamp_ns, out.joint_position_rad, out.joint_velocity_rad_s))
