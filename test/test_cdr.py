@@ -122,6 +122,29 @@ def test_joint_state_reader_reuses_names_only_when_their_bytes_match() -> None:
         assert _bits(read.velocity) == _bits(msg.velocity)
 
 
+def test_joint_state_reader_reuses_array_offsets_only_when_the_layout_matches() -> None:
+    """The layout cache: one publisher's names with frames and array counts that move the
+    arrays, some of the same total length as the message before (counts swapped between
+    arrays): every message reads as rclpy serialized it, bit for bit."""
+    from sensor_msgs.msg import JointState
+
+    reader = cdr.JointStateReader()
+    rng = np.random.default_rng(4)
+    names = ["left_knee", "right_knee", "waist_pitch", "neck_yaw"]
+    counts = [(4, 4, 4), (4, 4, 0), (4, 0, 4), (0, 4, 4), (4, 4, 4), (2, 4, 6), (6, 4, 2)]
+    for k in range(400):
+        msg = JointState(name=list(names))
+        if k % 3:
+            _header(msg, rng)  # frame ids of every length move the arrays
+        sizes = counts[int(rng.integers(len(counts)))] if k % 5 else counts[0]
+        for field, size in zip(("position", "velocity", "effort"), sizes, strict=True):
+            setattr(msg, field, _doubles(rng, size))
+        read = reader.read(serialize_message(msg))
+        assert read.names == tuple(names)
+        for field in ("position", "velocity", "effort"):
+            assert _bits(getattr(read, field)) == _bits(getattr(msg, field)), (k, field)
+
+
 def test_float64_multi_array_reader_gives_rclpys_data() -> None:
     """read_float64_multi_array skips any layout (labels of odd lengths) and gives the data."""
     from std_msgs.msg import Float64MultiArray, MultiArrayDimension

@@ -602,27 +602,30 @@ class MujocoSimNode(Node):
         step = round(sim.time / sim.timestep)  # the step's index, for the sampled topics
         if step % self.clock_every == 0:
             self.pub_clock.publish(cdr.clock_message(ns))
-        js = sim.joint_state()
+        humanoid = self.humanoid
+        # the humanoid's sensors in one read (one noise draw: the readings of reading them
+        # one by one, at half the cost); other robots have joints and ground truth only
+        readings = None if humanoid is None else \
+            humanoid.read_sensors(inclinometer=step % self.inclinometer_every == 0)
+        js = sim.joint_state() if readings is None else readings.joints
         self.pub_joints.publish(self._raw_joints.write(ns, js.position, js.velocity, js.effort))
-        x, y, z = sim.com().tolist()
+        x, y, z = (sim.com() if readings is None else readings.com).tolist()
         self.pub_com.publish(self._raw_point.write(ns, x, y, z))
         if self.pub_base is not None:
-            position, quaternion = sim.base_pose()
+            position, quaternion = sim.base_pose() if readings is None else \
+                (readings.base_position, readings.base_orientation_xyzw)
             self.pub_base.publish(self._raw_base.write(ns, (*position, *quaternion)))
         if self.pub_tf is not None and step % self.tf_every == 0:
             self.pub_tf.publish(self._tf(stamp_msg(ns)))
-        humanoid = self.humanoid
-        if humanoid is None:
+        if readings is None:
             return
-        for side in SIDES:
-            force, torque = humanoid.foot_wrench(side)
-            self.pub_ft[side].publish(self._raw_ft[side].write(ns, (*force, *torque)))
-            self.pub_fsr[side].publish(cdr.float64_multi_array_message(humanoid.fsr_forces(side)))
-        if step % self.inclinometer_every == 0:
-            self.pub_imu.publish(self._raw_imu.write(ns, humanoid.inclinometer_quaternion_xyzw()))
-        cop = humanoid.cop()
-        if cop is not None:
-            x, y, z = cop.tolist()
+        for i, side in enumerate(SIDES):
+            self.pub_ft[side].publish(self._raw_ft[side].write(ns, readings.wrench[i]))
+            self.pub_fsr[side].publish(cdr.float64_multi_array_message(readings.fsr[i]))
+        if readings.inclinometer_xyzw is not None:
+            self.pub_imu.publish(self._raw_imu.write(ns, readings.inclinometer_xyzw))
+        if readings.cop is not None:
+            x, y, z = readings.cop.tolist()
             self.pub_cop.publish(self._raw_point.write(ns, x, y, z))
 
     def _tf(self, stamp: TimeMsg) -> Any:

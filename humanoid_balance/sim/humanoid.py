@@ -41,7 +41,8 @@ from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
 
-__all__ = ["DEFAULT_GAINS", "SIDES", "HumanoidSim", "JointStateSample", "SensorNoise", "ServoGains"]
+__all__ = ["DEFAULT_GAINS", "SIDES", "HumanoidSim", "JointStateSample", "SensorNoise",
+           "SensorReadings", "ServoGains"]
 
 SIDES = ("left", "right")
 FSR_COUNT = 4
@@ -85,6 +86,32 @@ class SensorNoise:
             inclinometer_rad=np.deg2rad(0.02) * scale,
             joint_position_rad=1e-4 * scale,
         )
+
+
+@dataclass(frozen=True)
+class SensorReadings:
+    """Every sensor of one step, as :meth:`HumanoidSim.read_sensors` reads them together.
+
+    Attributes:
+        joints: joint positions (with encoder noise) [rad], velocities [rad/s], efforts [N m].
+        com: the robot's centre of mass in the world [m] (ground truth).
+        base_position: the pelvis' position in the world [m] (ground truth).
+        base_orientation_xyzw: the pelvis' orientation in the world (ground truth).
+        wrench: per side (``SIDES`` order) the force [N] and torque [N m] the foot exerts on
+            the leg in its ``{side}_foot_ft`` frame, with noise (2 x 6).
+        fsr: per side the four FSRs' normal forces [N], with noise (2 x 4).
+        cop: the ground-truth centre of pressure in the world [m]; None airborne.
+        inclinometer_xyzw: the inclinometer's reading (with noise) when it was read, else None.
+    """
+
+    joints: JointStateSample
+    com: np.ndarray
+    base_position: np.ndarray
+    base_orientation_xyzw: np.ndarray
+    wrench: np.ndarray
+    fsr: np.ndarray
+    cop: np.ndarray | None
+    inclinometer_xyzw: np.ndarray | None
 
 
 class HumanoidSim(MujocoRobotSim):
@@ -204,6 +231,10 @@ class HumanoidSim(MujocoRobotSim):
         #: side -> (force, torque) addresses in sensordata
         self._wrench_adr = {side: (self._sensor_adr[f"{side}_foot_force"],
                                    self._sensor_adr[f"{side}_foot_torque"]) for side in SIDES}
+        #: both feet's wrenches in sensordata (2 x 6, ``SIDES`` order): read with one index
+        self._wrench_index = np.array([[*range(f, f + 3), *range(t, t + 3)]
+                                       for f, t in self._wrench_adr.values()])
+        self._noise_layout()
         self._body = {
             name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
             for name in ("pelvis", "left_sole", "right_sole", "left_foot", "right_foot")
@@ -238,6 +269,74 @@ class HumanoidSim(MujocoRobotSim):
         if self.noise.torque_nm > 0:
             torque += self._rng.normal(0.0, self.noise.torque_nm, 3)
         return force, torque
+
+    def _noise_layout(self) -> None:
+        """Where each sensor's noise lies in :meth:`read_sensors`'s one draw of a step.
+
+        The draw takes the noisy sensors in the order in which reading them one by one
+        draws (joints, then per side force, torque, FSRs, then the inclinometer): the
+        same generator then gives the same readings either way.
+        """
+        n = self.noise
+        sources = [("joints", len(self.joint_names), self.joint_position_noise)]
+        for side in SIDES:
+            sources += [(f"{side}_force", 3, n.force_n), (f"{side}_torque", 3, n.torque_nm),
+                        (f"{side}_fsr", FSR_COUNT, n.fsr_n)]
+        sources.append(("inclinometer", 3, n.inclinometer_rad))
+        sigma: list[float] = []
+        #: source -> its slice of the draw (None: noise-free)
+        self._noise_slices: dict[str, slice | None] = {}
+        for name, count, std in sources:
+            self._noise_slices[name] = slice(len(sigma), len(sigma) + count) if std > 0 else None
+            if std > 0:
+                sigma += [float(std)] * count
+        self._noise_sigma = np.array(sigma)
+        inclinometer = self._noise_slices["inclinometer"]
+        self._noise_sigma_no_inclinometer = \
+            self._noise_sigma if inclinometer is None else self._noise_sigma[:inclinometer.start]
+
+    def read_sensors(self, inclinometer: bool = True) -> SensorReadings:
+        """Every sensor now, with one draw of the noise generator (what ``mujoco_sim`` publishes).
+
+        The readings equal those of :meth:`joint_state`, :meth:`com`, :meth:`base_pose`,
+        :meth:`foot_wrench` and :meth:`fsr_forces` per side, :meth:`inclinometer_quaternion_xyzw`
+        and :meth:`cop` called in that order, bit for bit; one call costs about half of those
+        (a simulation publishes every step).
+
+        Args:
+            inclinometer: read the inclinometer too (it is sampled at a lower rate).
+        """
+        data = self.data
+        slices = self._noise_slices
+        sigma = self._noise_sigma if inclinometer else self._noise_sigma_no_inclinometer
+        # standard normals times sigma are normal(0, sigma)'s values (which checks its
+        # scale array's sign every call)
+        noise = self._rng.standard_normal(len(sigma)) * sigma if len(sigma) else sigma
+        position = data.qpos[self._qadr]  # an index array: a new array
+        part = slices["joints"]
+        if part is not None:
+            position += noise[part]
+        wrench = -data.sensordata[self._wrench_index]
+        self._update_contacts()
+        fsr = self._fsr.copy()
+        for i, side in enumerate(SIDES):
+            for name, values in ((f"{side}_force", wrench[i, :3]), (f"{side}_torque", wrench[i, 3:]),
+                                 (f"{side}_fsr", fsr[i])):
+                part = slices[name]
+                if part is not None:
+                    values += noise[part]
+        if inclinometer:
+            part = slices["inclinometer"]
+            quat = self._inclinometer(None if part is None else noise[part])
+        else:
+            quat = None
+        w, x, y, z = data.qpos[3:7]
+        return SensorReadings(
+            joints=JointStateSample(self.joint_names, position, data.qvel[self._dadr],
+                                    data.actuator_force.copy()),
+            com=data.subtree_com[0].copy(), base_position=data.qpos[0:3].copy(),
+            base_orientation_xyzw=np.array([x, y, z, w]), wrench=wrench, fsr=fsr,
+            cop=None if self._cop is None else self._cop.copy(), inclinometer_xyzw=quat)
 
     def _update_contacts(self) -> None:
         """FSR forces, CoP and total vertical force from the pads' touch sensors (once per step).
@@ -286,11 +385,16 @@ class HumanoidSim(MujocoRobotSim):
 
     def inclinometer_quaternion_xyzw(self) -> np.ndarray:
         """Orientation of the waist's upper plate in the world (x, y, z, w), with noise."""
+        noise = self._rng.normal(0.0, self.noise.inclinometer_rad, 3) \
+            if self.noise.inclinometer_rad > 0 else None
+        return self._inclinometer(noise)
+
+    def _inclinometer(self, axis_angle: np.ndarray | None) -> np.ndarray:
+        """The waist plate's orientation (x, y, z, w) tilted by the noise ``axis_angle`` [rad]."""
         adr = self._sensor_adr["waist_plate_quat"]
         w, x, y, z = self.data.sensordata[adr:adr + 4]
         quat = np.array([x, y, z, w])
-        if self.noise.inclinometer_rad > 0:
-            axis_angle = self._rng.normal(0.0, self.noise.inclinometer_rad, 3)
+        if axis_angle is not None:
             axis_angle[2] = 0.0  # an inclinometer does not see yaw
             angle = float(np.linalg.norm(axis_angle))
             if angle > 0:

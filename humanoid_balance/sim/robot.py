@@ -191,6 +191,9 @@ class MujocoRobotSim:
         self.spec = spec
         self.data = mujoco.MjData(self.model)
         m = self.model
+        # read once: every step needs it, and the binding's attribute read costs as much as a
+        # numpy call (the timestep is the spec's, fixed here)
+        self._timestep = float(m.opt.timestep)
         jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names])
         self._qadr = m.jnt_qposadr[jid]
         self._dadr = m.jnt_dofadr[jid]
@@ -201,10 +204,13 @@ class MujocoRobotSim:
         self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
         self._upper = np.where(limited, m.jnt_range[jid, 1], np.inf)
         self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
+        #: the largest move of a target in a step [rad] (the velocity limit times the step)
+        self._max_move = self.velocity_limit_rad_s * self._timestep
+        self._min_move = -self._max_move
         #: the servo targets' acceleration limits [rad/s^2] (inf: none)
         self.acceleration_limit_rad_s2 = np.full(len(self.joint_names), np.inf)
         self._limited_idx = np.zeros(0, dtype=int)
-        self._limited_change = self._limited_step = np.zeros(0)
+        self._limited_change = self._limited_step = self._limited_max_move = np.zeros(0)
         #: a limited joint's target may be off its goal's path (a command or brake came since
         #: the targets last settled on it): the ramp runs until they do
         self._ramping = False
@@ -241,8 +247,8 @@ class MujocoRobotSim:
 
     @property
     def timestep(self) -> float:
-        """Physics step in [s]."""
-        return float(self.model.opt.timestep)
+        """Physics step in [s] (the model's, set at construction)."""
+        return self._timestep
 
     def reset(self, joint_positions: Mapping[str, float] | None = None) -> None:
         """Put the joints at ``joint_positions`` (others at zero), at rest, targets there too."""
@@ -285,6 +291,7 @@ class MujocoRobotSim:
         a = self.acceleration_limit_rad_s2[self._limited_idx]
         self._limited_change = a * self.timestep
         self._limited_step = a * self.timestep * self.timestep
+        self._limited_max_move = self._max_move[self._limited_idx]
 
     def _indices(self, names: Sequence[str]) -> np.ndarray:
         try:
@@ -409,24 +416,27 @@ class MujocoRobotSim:
             goal_was = self._goal_q
             if self._target_qd.any():
                 moving = self._target_qd != 0.0
-                advanced = np.clip(self._goal_q + self._target_qd * dt, self._lower, self._upper)
+                # np.minimum(np.maximum()) is np.clip for finite values, at a third of its cost
+                advanced = np.minimum(np.maximum(self._goal_q + self._target_qd * dt, self._lower),
+                                      self._upper)
                 self._goal_q = np.where(moving, advanced, self._goal_q)
             if self._ramping:
                 self._ramping = not self._step_limited_targets(goal_was, dt)
             elif (self._goal_q != self._target_q).any():
-                self._target_q = self._toward_goal(dt)
+                self._target_q = self._toward_goal()
             self._apply_targets()
             mujoco.mj_step(model, data)
         if not np.isfinite(data.qpos).all():
             raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
 
-    def _toward_goal(self, dt: float) -> np.ndarray:
+    def _toward_goal(self) -> np.ndarray:
         """The targets one step on toward their goals, at most at the velocity limit (exactly
         the goal once within reach; an infinite limit: always)."""
         goal, was = self._goal_q, self._target_q
         gap = goal - was
-        max_move = self.velocity_limit_rad_s * dt
-        return np.where(np.abs(gap) <= max_move, goal, was + np.clip(gap, -max_move, max_move))
+        max_move = self._max_move
+        return np.where(np.abs(gap) <= max_move, goal,
+                        was + np.minimum(np.maximum(gap, self._min_move), max_move))
 
     def _step_limited_targets(self, goal_was: np.ndarray, dt: float) -> bool:
         """Move the targets one step, the acceleration-limited joints' within their limit.
@@ -446,7 +456,7 @@ class MujocoRobotSim:
         computed). Every move is at most the velocity limit.
         """
         goal, was = self._goal_q, self._target_q
-        target = self._toward_goal(dt)
+        target = self._toward_goal()
         li = self._limited_idx
         g0, g1, t0 = goal_was[li], goal[li], was[li]
         goal_step = g1 - g0
@@ -460,11 +470,12 @@ class MujocoRobotSim:
         else:
             # braking by a dt a step from c = n a dt covers a dt^2 n (n + 1) / 2: the largest n
             brake = 0.5 * (np.sqrt(1.0 + 8.0 * size / step) - 1.0) * step / dt
-            c = np.clip(np.sign(e) * np.minimum(size / dt, brake), c_was - change, c_was + change)
+            c = np.minimum(np.maximum(np.sign(e) * np.minimum(size / dt, brake), c_was - change),
+                           c_was + change)
             move = np.where(closing, g1 - t0, goal_step + c * dt)
-        limit = self.velocity_limit_rad_s[li] * dt
+        limit = self._limited_max_move
         reached = (np.abs(move) <= limit) & closing
-        target[li] = np.where(reached, g1, t0 + np.clip(move, -limit, limit))
+        target[li] = np.where(reached, g1, t0 + np.minimum(np.maximum(move, -limit), limit))
         self._target_q = target
         self._target_u[li] = (target[li] - t0) / dt
         return bool(reached.all())

@@ -12,7 +12,7 @@ from humanoid_balance.exceptions import (
     ModelFileError,
     UnknownJointError,
 )
-from humanoid_balance.sim.humanoid import SIDES, HumanoidSim
+from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 
 SOLE_HALF = (0.11, 0.06)
 
@@ -115,6 +115,50 @@ def test_fsrs_and_cop_equal_the_contact_forces_while_the_arms_move() -> None:
             worst_cop = max(worst_cop, float(np.abs(truth - cop).max()))
             assert sim.vertical_contact_force() == pytest.approx(fsr.sum(), abs=1e-9)
     assert worst_fsr <= 1e-9 and worst_cop <= 1e-9, (worst_fsr, worst_cop)
+
+
+@pytest.mark.parametrize("noise", [SensorNoise.nominal(), SensorNoise(), SensorNoise(
+    force_n=0.5, fsr_n=0.0, inclinometer_rad=1e-3, joint_position_rad=0.0, torque_nm=0.0)],
+    ids=["nominal", "none", "some"])
+def test_read_sensors_equals_the_sensors_read_one_by_one(noise: SensorNoise) -> None:
+    """read_sensors (mujoco_sim's one read a step) gives what joint_state, com, base_pose,
+    foot_wrench and fsr_forces per side, inclinometer_quaternion_xyzw and cop give called in
+    that order on a twin with the same seed, bit for bit, the noise included; while the
+    arms swing, the inclinometer read every third step."""
+    sims = [HumanoidSim(noise=noise, seed=7, arm_acceleration_limits=True) for _ in range(2)]
+    arms = tuple(n for n in sims[0].joint_names if "shoulder" in n or "elbow" in n)
+    rng = np.random.default_rng(5)
+    for k in range(300):
+        if k % 100 == 0:
+            targets = 0.4 * rng.standard_normal(len(arms))
+            for sim in sims:
+                sim.set_targets(arms, targets, None)
+        for sim in sims:
+            sim.step()
+        inclinometer = k % 3 == 0
+        got = sims[0].read_sensors(inclinometer=inclinometer)
+        one = sims[1]
+        js = one.joint_state()
+        expected = [js.position, js.velocity, js.effort, one.com(), *one.base_pose()]
+        for side in SIDES:
+            expected += [np.concatenate(one.foot_wrench(side)), one.fsr_forces(side)]
+        if inclinometer:
+            expected.append(one.inclinometer_quaternion_xyzw())
+        expected.append(one.cop())
+        actual = [got.joints.position, got.joints.velocity, got.joints.effort, got.com,
+                  got.base_position, got.base_orientation_xyzw]
+        for i in range(len(SIDES)):
+            actual += [got.wrench[i], got.fsr[i]]
+        if inclinometer:
+            actual.append(got.inclinometer_xyzw)
+        else:
+            assert got.inclinometer_xyzw is None
+        actual.append(got.cop)
+        assert got.joints.names == js.names
+        for n, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert (a is None) == (e is None), (k, n)
+            if a is not None:
+                assert np.asarray(a).tobytes() == np.asarray(e).tobytes(), (k, n)
 
 
 def test_no_joint_drifts_more_than_1_mrad(standing: dict[str, np.ndarray]) -> None:
