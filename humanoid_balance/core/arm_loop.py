@@ -486,7 +486,10 @@ class ArmLoop:
         last = self._last_t
         if stamp_s is not None:
             self._grid, self._last_t = (stamp_s, 0), stamp_s
-            gap = 0.0 if last is None else stamp_s - last
+            # stamps are whole nanoseconds: the gap rounded to them is the same float for the same
+            # gap every cycle (a difference of two times since the epoch varies in its last bits,
+            # and each new dt makes the limits' box recompute its constants)
+            gap = 0.0 if last is None else round((stamp_s - last) * 1e9) * 1e-9
             if gap <= 0.0:
                 return 1, period
             chunk = MAX_STEPS * period

@@ -243,6 +243,30 @@ def test_a_stamp_gap_is_integrated_whole_up_to_the_lag_limit(
     assert rig.loop.caught_up_gaps == counted
 
 
+def test_stamp_triggered_cycles_of_equal_gaps_get_equal_dt(model: RobotModel) -> None:
+    """Stamps whole nanoseconds apart: every 2 ms gap gives the controller the same dt, an hour
+    in (the difference of two times since the first stamp varies in its last bits)."""
+    rig = Rig(model)
+    dts: set[float] = set()
+    step = rig.controller.step
+
+    def recording_step(inputs: object, dt: float) -> object:
+        dts.add(dt)
+        return step(inputs, dt)  # type: ignore[arg-type]
+
+    rig.controller.step = recording_step  # type: ignore[method-assign]
+    start_ns = 3600 * 10**9
+    for k in range(200):
+        stamp_s = (start_ns + k * 2_000_000) * 1e-9
+        rig.t = stamp_s
+        rig.measure()
+        rig.loop.cycle(stamp_s, rig.state, rig.job, rig.margin, stamp_s=stamp_s)
+    assert {round((b - a) * 1e9) for a, b in zip(
+        [(start_ns + k * 2_000_000) * 1e-9 for k in range(199)],
+        [(start_ns + k * 2_000_000) * 1e-9 for k in range(1, 200)], strict=True)} == {2_000_000}
+    assert len(dts) == 1 and dts.pop() == pytest.approx(PERIOD, abs=1e-15)
+
+
 def test_selection_switches_between_cycles(model: RobotModel) -> None:
     """set_selection(Lx, Ly, Lz): outputs hold three rows, at zero once the aux arm caught up."""
     rig = Rig(model)
