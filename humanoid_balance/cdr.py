@@ -390,6 +390,18 @@ def float64_message(value: float) -> bytes:
     return ENCAPSULATION + _DOUBLE.pack(value)
 
 
+def read_float64(data: bytes) -> float:
+    """The value of a serialized ``std_msgs/Float64``.
+
+    Raises:
+        InvalidInputError: not plain little-endian CDR, or shorter than a double.
+    """
+    _check_encapsulation(data, "Float64")
+    if len(data) < PAYLOAD_START + _DOUBLE.size:
+        raise InvalidInputError(f"Float64 of {len(data)} bytes: too short for its value")
+    return float(_DOUBLE.unpack_from(data, PAYLOAD_START)[0])
+
+
 def clock_message(stamp_ns: int) -> bytes:
     """A serialized ``rosgraph_msgs/Clock``."""
     return ENCAPSULATION + _STAMP.pack(*divmod(stamp_ns, 1_000_000_000))

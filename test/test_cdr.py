@@ -160,6 +160,20 @@ def test_float64_multi_array_reader_gives_rclpys_data() -> None:
         assert _bits(cdr.read_float64_multi_array(serialize_message(msg))) == _bits(msg.data)
 
 
+def test_float64_reader_gives_rclpys_value_and_refuses_what_is_too_short() -> None:
+    """read_float64 gives the value rclpy serialized, bit for bit (NaN, -0.0 included); a message
+    cut short of its value is refused, with InvalidInputError."""
+    from std_msgs.msg import Float64
+
+    rng = np.random.default_rng(13)
+    for value in _doubles(rng, 200) + list(SPECIAL):
+        assert _bits([cdr.read_float64(serialize_message(Float64(data=value)))]) == _bits([value])
+    data = serialize_message(Float64(data=1.5))
+    for cut in range(12):
+        with pytest.raises(InvalidInputError):
+            cdr.read_float64(data[:cut])
+
+
 def test_header_stamp_of_every_stamped_type() -> None:
     """header_stamp_ns reads the stamp of any message that starts with a Header."""
     from geometry_msgs.msg import PointStamped, PoseStamped, TwistStamped

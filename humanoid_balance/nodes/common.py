@@ -23,7 +23,9 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 
+from humanoid_balance import cdr
 from humanoid_balance.exceptions import InvalidInputError
 
 OK = DiagnosticStatus.OK
@@ -159,23 +161,42 @@ def set_thread_priority(node: Node, priority: int, what: str) -> bool:
         return False
 
 
-def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
-    """(stamp [ns], names, positions) of a ``/joint_states`` message, serialized or a JointState.
+def joint_state_sample(reader: Any, msg: Any) -> cdr.JointStateSample:
+    """The fields of a ``sensor_msgs/JointState``, serialized or a message object.
 
     Args:
         reader: a :class:`humanoid_balance.cdr.JointStateReader` (names decoded once).
         msg: the bytes of a raw subscription, or a ``sensor_msgs/JointState``.
 
-    Bytes that are not plain little-endian CDR are deserialized by rclpy.
+    Bytes that are not plain little-endian CDR are deserialized by rclpy. The arrays of
+    bytes read are read-only views of them: copy what is kept.
     """
     if isinstance(msg, bytes):
         try:
-            sample = reader.read(msg)
+            return reader.read(msg)  # type: ignore[no-any-return]
         except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
             msg = deserialize_message(msg, JointState)
-        else:
-            return sample.stamp_ns, sample.names, sample.position
-    return stamp_ns(msg.header.stamp), tuple(msg.name), np.asarray(msg.position, dtype=float)
+    return cdr.JointStateSample(
+        stamp_ns(msg.header.stamp), msg.header.frame_id, tuple(msg.name),
+        *(np.asarray(values, dtype=float) for values in (msg.position, msg.velocity, msg.effort)))
+
+
+def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
+    """(stamp [ns], names, positions) of a ``/joint_states`` message, serialized or a JointState
+    (see :func:`joint_state_sample`)."""
+    sample = joint_state_sample(reader, msg)
+    return sample.stamp_ns, sample.names, sample.position
+
+
+def read_float64(msg: Any) -> float:
+    """The value of a ``std_msgs/Float64``, serialized (rclpy reads what is not plain
+    little-endian CDR) or a message object."""
+    if isinstance(msg, bytes):
+        try:
+            return cdr.read_float64(msg)
+        except InvalidInputError:
+            msg = deserialize_message(msg, Float64)
+    return float(msg.data)
 
 
 def all_finite(values: Sequence[float]) -> bool:

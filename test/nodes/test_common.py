@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from humanoid_balance.nodes.common import LogThrottle
+from humanoid_balance.nodes.common import LogThrottle, joint_state_sample, read_float64
 
 
 class RecordingLogger:
@@ -135,3 +135,25 @@ def test_clock_ns_reads_the_clock_as_now_does_simulation_time_included() -> None
     source.ros_time_is_active = False
     before = time.time_ns()
     assert before <= clock_ns(clock) <= time.time_ns()
+
+
+def test_raw_inputs_read_as_their_message_objects() -> None:
+    """A node's raw inputs read the same from CDR bytes and from the message object: a
+    JointState's fields and a Float64's value."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
+
+    from humanoid_balance import cdr
+
+    msg = JointState(name=["right_elbow", "right_wrist_pitch"], velocity=[0.5, -0.25])
+    msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id = 3, 7, "base"
+    data = serialize_message(msg)
+    for given in (data, msg):
+        sample = joint_state_sample(cdr.JointStateReader(), given)
+        assert (sample.stamp_ns, sample.frame_id, sample.names) == \
+            (3_000_000_007, "base", ("right_elbow", "right_wrist_pitch"))
+        assert sample.velocity.tolist() == [0.5, -0.25]
+        assert sample.position.size == 0 and sample.effort.size == 0
+    margin = Float64(data=-0.0125)
+    assert read_float64(serialize_message(margin)) == read_float64(margin) == -0.0125
