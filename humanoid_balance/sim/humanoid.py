@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -45,6 +46,8 @@ __all__ = ["DEFAULT_GAINS", "SIDES", "HumanoidSim", "JointStateSample", "SensorN
            "SensorReadings", "ServoGains"]
 
 SIDES = ("left", "right")
+#: the floating base's quaternion (w, x, y, z at qpos[3:7]) as x, y, z, w
+_XYZW_OF_WXYZ = np.array([4, 5, 6, 3])
 FSR_COUNT = 4
 PAD_RADIUS = 0.01  # m, radius of the contact sphere under each FSR
 
@@ -88,8 +91,7 @@ class SensorNoise:
         )
 
 
-@dataclass(frozen=True)
-class SensorReadings:
+class SensorReadings(NamedTuple):  # a named tuple: built every step, 4 times faster
     """Every sensor of one step, as :meth:`HumanoidSim.read_sensors` reads them together.
 
     Attributes:
@@ -291,6 +293,22 @@ class HumanoidSim(MujocoRobotSim):
             if std > 0:
                 sigma += [float(std)] * count
         self._noise_sigma = np.array(sigma)
+        # the feet's noisy parts as (0 wrench / 1 FSRs, side, columns, draw): neighbours in both
+        # the reading and the draw (a side's force and torque) added in one step
+        plan: list[tuple[int, int, slice, slice]] = []
+        for i, side in enumerate(SIDES):
+            for which, cols, name in ((0, slice(0, 3), f"{side}_force"),
+                                      (0, slice(3, 6), f"{side}_torque"),
+                                      (1, slice(0, FSR_COUNT), f"{side}_fsr")):
+                part = self._noise_slices[name]
+                if part is None:
+                    continue
+                if plan and plan[-1][:2] == (which, i) and plan[-1][2].stop == cols.start \
+                        and plan[-1][3].stop == part.start:
+                    last = plan.pop()
+                    cols, part = slice(last[2].start, cols.stop), slice(last[3].start, part.stop)
+                plan.append((which, i, cols, part))
+        self._noise_plan = tuple(plan)
         inclinometer = self._noise_slices["inclinometer"]
         self._noise_sigma_no_inclinometer = \
             self._noise_sigma if inclinometer is None else self._noise_sigma[:inclinometer.start]
@@ -319,24 +337,20 @@ class HumanoidSim(MujocoRobotSim):
         wrench = -data.sensordata[self._wrench_index]
         self._update_contacts()
         fsr = self._fsr.copy()
-        for i, side in enumerate(SIDES):
-            for name, values in ((f"{side}_force", wrench[i, :3]), (f"{side}_torque", wrench[i, 3:]),
-                                 (f"{side}_fsr", fsr[i])):
-                part = slices[name]
-                if part is not None:
-                    values += noise[part]
+        feet = (wrench, fsr)
+        for which, i, cols, part in self._noise_plan:
+            feet[which][i, cols] += noise[part]
         if inclinometer:
             part = slices["inclinometer"]
             quat = self._inclinometer(None if part is None else noise[part])
         else:
             quat = None
-        w, x, y, z = data.qpos[3:7]
         return SensorReadings(
-            joints=JointStateSample(self.joint_names, position, data.qvel[self._dadr],
-                                    data.actuator_force.copy()),
-            com=data.subtree_com[0].copy(), base_position=data.qpos[0:3].copy(),
-            base_orientation_xyzw=np.array([x, y, z, w]), wrench=wrench, fsr=fsr,
-            cop=None if self._cop is None else self._cop.copy(), inclinometer_xyzw=quat)
+            JointStateSample(self.joint_names, position, data.qvel[self._dadr],
+                             data.actuator_force.copy()),
+            data.subtree_com[0].copy(), data.qpos[0:3].copy(),
+            data.qpos[_XYZW_OF_WXYZ],  # an index array: a new array
+            wrench, fsr, None if self._cop is None else self._cop.copy(), quat)
 
     def _update_contacts(self) -> None:
         """FSR forces, CoP and total vertical force from the pads' touch sensors (once per step).
