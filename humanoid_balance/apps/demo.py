@@ -520,7 +520,7 @@ class _Run:
                               period_ns=_sim_period_ns(self.graph[0]),
                               # with RMC the commands' rate (500 Hz), free-running too: a
                               # 1 kHz input costs its publisher, arm_balance and the bag CPU
-                              # that the simulation then misses (measured below, README)
+                              # that the simulation then misses (README, issue 10's table)
                               answer_commands=spec.rmc,
                               waist_pitch_rad=None if args.no_waist
                               else math.radians(args.waist_pitch))
