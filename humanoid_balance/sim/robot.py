@@ -203,6 +203,7 @@ class MujocoRobotSim:
         limited = m.jnt_limited[jid].astype(bool)
         self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
         self._upper = np.where(limited, m.jnt_range[jid, 1], np.inf)
+        #: the URDF's velocity limits [rad/s] (the targets' largest step is taken from them here)
         self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
         #: the largest move of a target in a step [rad] (the velocity limit times the step)
         self._max_move = self.velocity_limit_rad_s * self._timestep
