@@ -91,7 +91,7 @@ class SensorNoise:
         )
 
 
-class SensorReadings(NamedTuple):  # a named tuple: built every step, 4 times faster
+class SensorReadings(NamedTuple):  # built every step: 0.5 us against 1.9 as a frozen dataclass
     """Every sensor of one step, as :meth:`HumanoidSim.read_sensors` reads them together.
 
     Attributes:
@@ -318,8 +318,8 @@ class HumanoidSim(MujocoRobotSim):
 
         The readings equal those of :meth:`joint_state`, :meth:`com`, :meth:`base_pose`,
         :meth:`foot_wrench` and :meth:`fsr_forces` per side, :meth:`inclinometer_quaternion_xyzw`
-        and :meth:`cop` called in that order, bit for bit, at two thirds of their cost (17.5 against
-        (a simulation publishes every step).
+        and :meth:`cop` called in that order, bit for bit, at two thirds of their cost (17.5
+        against 26.8 us with the nominal noise, in-process): a simulation publishes every step.
 
         Args:
             inclinometer: read the inclinometer too (it is sampled at a lower rate).
