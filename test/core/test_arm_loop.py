@@ -261,9 +261,6 @@ def test_stamp_triggered_cycles_of_equal_gaps_get_equal_dt(model: RobotModel) ->
         rig.t = stamp_s
         rig.measure()
         rig.loop.cycle(stamp_s, rig.state, rig.job, rig.margin, stamp_s=stamp_s)
-    assert {round((b - a) * 1e9) for a, b in zip(
-        [(start_ns + k * 2_000_000) * 1e-9 for k in range(199)],
-        [(start_ns + k * 2_000_000) * 1e-9 for k in range(1, 200)], strict=True)} == {2_000_000}
     assert len(dts) == 1 and dts.pop() == pytest.approx(PERIOD, abs=1e-15)
 
 
