@@ -422,6 +422,18 @@ def float64_multi_array_message(values: np.ndarray | Sequence[float]) -> bytes:
     return _MULTI_ARRAY_START + count + b"\x00\x00\x00\x00" + data.tobytes()
 
 
+def _joint_state_arrays(buffer: bytearray, head_length: int, count: int,
+                        arrays: int) -> tuple[np.ndarray, ...]:
+    """Views of the first ``arrays`` arrays (``count`` doubles each) of a serialized JointState
+    whose header and names take ``head_length`` bytes: the writers patch them in place."""
+    start = _align(_align(head_length, 4) + 4, 8)  # uint32 count, then the data aligned to 8
+    views = []
+    for _ in range(arrays):
+        views.append(np.frombuffer(buffer, dtype="<f8", count=count, offset=start))
+        start = _align(start + 8 * count + 4, 8)
+    return tuple(views)
+
+
 class JointStateWriter:
     """Serialized ``sensor_msgs/JointState`` messages of one set of joints.
 
@@ -450,12 +462,7 @@ class JointStateWriter:
         if count:
             zeros = np.zeros(count)
             self._full = bytearray(self.write(0, zeros, zeros, zeros))
-            start = _align(_align(len(self._head), 4) + 4, 8)
-            views = []
-            for _ in range(3):  # position, velocity, effort: uint32 count, data aligned to 8
-                views.append(np.frombuffer(self._full, dtype="<f8", count=count, offset=start))
-                start = _align(start + 8 * count + 4, 8)
-            self._full_arrays = tuple(views)
+            self._full_arrays = _joint_state_arrays(self._full, len(self._head), count, 3)
 
     def write(self, stamp_ns: int, position: np.ndarray | Sequence[float] = (),
               velocity: np.ndarray | Sequence[float] = (),
@@ -503,12 +510,10 @@ class JointStateCommandWriter:
         count = len(self.names)
         writer = JointStateWriter(self.names, frame_id)
         self._buffer = bytearray(writer.write(0, np.zeros(count), np.zeros(count)))
-        # the head (header, names), then each array: uint32 count, data aligned to 8
-        position_start = _align(_align(len(writer._head), 4) + 4, 8)
-        velocity_start = _align(position_start + 8 * count + 4, 8)
-        self._position, self._velocity = (
-            np.frombuffer(self._buffer, dtype="<f8", count=count, offset=start) if count
-            else np.zeros(0) for start in (position_start, velocity_start))
+        arrays: tuple[np.ndarray, ...] = \
+            _joint_state_arrays(self._buffer, len(writer._head), count, 2) if count \
+            else (np.zeros(0), np.zeros(0))
+        self._position, self._velocity = arrays
 
     def write(self, stamp_ns: int, position: np.ndarray | Sequence[float],
               velocity: np.ndarray | Sequence[float]) -> bytes:

@@ -40,14 +40,12 @@ from humanoid_balance.core.joint_limits import (
 )
 from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
-from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
+from humanoid_balance.sim.robot import XYZW_OF_WXYZ, JointStateSample, MujocoRobotSim, ServoGains
 
 __all__ = ["DEFAULT_GAINS", "SIDES", "HumanoidSim", "JointStateSample", "SensorNoise",
            "SensorReadings", "ServoGains"]
 
 SIDES = ("left", "right")
-#: the floating base's quaternion (w, x, y, z at qpos[3:7]) as x, y, z, w
-_XYZW_OF_WXYZ = np.array([4, 5, 6, 3])
 FSR_COUNT = 4
 PAD_RADIUS = 0.01  # m, radius of the contact sphere under each FSR
 
@@ -230,12 +228,11 @@ class HumanoidSim(MujocoRobotSim):
             for name in ("left_foot_force", "left_foot_torque", "right_foot_force",
                          "right_foot_torque", "waist_plate_quat")
         }
-        #: side -> (force, torque) addresses in sensordata
-        self._wrench_adr = {side: (self._sensor_adr[f"{side}_foot_force"],
-                                   self._sensor_adr[f"{side}_foot_torque"]) for side in SIDES}
-        #: both feet's wrenches in sensordata (2 x 6, ``SIDES`` order): read with one index
-        self._wrench_index = np.array([[*range(f, f + 3), *range(t, t + 3)]
-                                       for f, t in self._wrench_adr.values()])
+        #: both feet's wrenches in sensordata (2 x 6, ``SIDES`` order: force, torque)
+        self._wrench_index = np.array([
+            [*range(force, force + 3), *range(torque, torque + 3)]
+            for force, torque in ((self._sensor_adr[f"{side}_foot_force"],
+                                   self._sensor_adr[f"{side}_foot_torque"]) for side in SIDES)])
         self._noise_layout()
         self._body = {
             name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
@@ -262,10 +259,8 @@ class HumanoidSim(MujocoRobotSim):
         MuJoCo's force/torque sensors give the wrench the parent (the leg) exerts
         on the foot; the sensor reports its reaction.
         """
-        fa, ta = self._wrench_adr[side]
-        sensordata = self.data.sensordata
-        force = -sensordata[fa:fa + 3]  # a new array
-        torque = -sensordata[ta:ta + 3]
+        wrench = -self.data.sensordata[self._wrench_index[SIDES.index(side)]]  # a new array
+        force, torque = wrench[:3], wrench[3:]
         if self.noise.force_n > 0:
             force += self._rng.normal(0.0, self.noise.force_n, 3)
         if self.noise.torque_nm > 0:
@@ -349,7 +344,7 @@ class HumanoidSim(MujocoRobotSim):
             JointStateSample(self.joint_names, position, data.qvel[self._dadr],
                              data.actuator_force.copy()),
             data.subtree_com[0].copy(), data.qpos[0:3].copy(),
-            data.qpos[_XYZW_OF_WXYZ],  # an index array: a new array
+            data.qpos[XYZW_OF_WXYZ],
             wrench, fsr, None if self._cop is None else self._cop.copy(), quat)
 
     def _update_contacts(self) -> None:

@@ -56,6 +56,8 @@ from humanoid_balance.exceptions import (
 #: a name list's indices, lower and upper limits, velocity limits, and whether it names a joint
 #: with an acceleration limit (:meth:`MujocoRobotSim._joint_bounds`)
 _Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]
+#: the free joint's quaternion (w, x, y, z at qpos[3:7]) as x, y, z, w: one index, a new array
+XYZW_OF_WXYZ = np.array([4, 5, 6, 3])
 
 
 @dataclass(frozen=True)
@@ -497,8 +499,7 @@ class MujocoRobotSim:
         """Floating base position [m] and orientation (x, y, z, w) in the world."""
         if not self.floating_base:
             return np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
-        w, x, y, z = self.data.qpos[3:7]
-        return self.data.qpos[0:3].copy(), np.array([x, y, z, w])
+        return self.data.qpos[0:3].copy(), self.data.qpos[XYZW_OF_WXYZ]
 
     def com(self) -> np.ndarray:
         """Centre of mass of the whole robot in the world [m]."""

@@ -42,7 +42,6 @@ class Probe:
         return spin_executor_until(self.executor, until, seconds)
 
 
-
 @pytest.fixture
 def lock_probe(rclpy_context: Any) -> Iterator[Probe]:
     """A node in the test's own context subscribed to /clock, the arm command and /diagnostics."""

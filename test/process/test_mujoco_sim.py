@@ -46,7 +46,6 @@ def sim(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Itera
         running.stop()
 
 
-
 def test_clock_advances(probe: Probe, sim: RunningNode) -> None:
     """/clock comes and its time goes forward from message to message."""
     from rosgraph_msgs.msg import Clock
