@@ -39,6 +39,7 @@ RATE = 0.25  # real-time factor: the estimator, recorder and driver share this p
 #: fall behind; in lock-step the run is the same on any machine. (/zmp cannot be waited for:
 #: at t = 0 no foot is loaded yet, so no ZMP answers the first period.)
 LOCK_STEP_TOPICS = ("/joint_commands:sensor_msgs/msg/JointState",)
+MATCH_GRACE = 0.25  # s of wall time from the subscriptions' matches to the driver's first answer
 
 
 @dataclass
@@ -47,6 +48,20 @@ class LiveRun:
     zmp: dict[int, np.ndarray]  # stamp -> (x, y) from the live estimator
     zmp_fsr: dict[int, np.ndarray]  # stamp -> (x, y) from a live estimator in FSR mode
     cop: dict[int, np.ndarray]  # stamp -> (x, y) MuJoCo contact CoP
+
+
+def _subscriptions_matched(*nodes: Any) -> bool:
+    """Whether every subscription of ``nodes`` has met a publisher.
+
+    rclpy from Iron counts the publishers a subscription matched; Humble's has the
+    graph's count of the topic only.
+    """
+    for node in nodes:
+        for subscription in node.subscriptions:
+            count = getattr(subscription, "get_publisher_count", None)
+            if (count() if count else node.count_publishers(subscription.topic_name)) == 0:
+                return False
+    return True
 
 
 def _spin(executor: Any, seconds: float, until: Any = None) -> None:
@@ -88,8 +103,20 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
     strike = StrikeTrajectory(model, arm="right", target_speed=STRIKE_SPEED, start_time=STRIKE_START)
     commands = helper.create_publisher(JointState, "/joint_commands", 10)
     clock_seen: list[float] = []
+    matched: dict[str, float] = {}
 
     def drive(msg: Clock) -> None:
+        # time runs from the driver's first answer: not before the estimators and the recorder
+        # take every topic (the simulation republishes the t = 0 state until then). Discovery
+        # matches each subscription on its own: on a loaded CI machine the live estimator once
+        # took its inputs from t = 76 ms only, while the bag had them from the first step. The
+        # publishers' side matches on its own too: MATCH_GRACE later, at the next republish.
+        if not clock_seen:
+            if not _subscriptions_matched(estimator, fsr_estimator, helper):
+                return
+            matched_at = matched.setdefault("at", time.monotonic())
+            if time.monotonic() - matched_at < MATCH_GRACE:
+                return
         t = 1e-9 * stamp_ns(msg.clock)
         clock_seen.append(t)
         ref = strike.sample(t)
