@@ -687,9 +687,13 @@ class IdentificationExecutor(LifecycleNode):
         return (self._last.stamp > end and still) or now - end > SETTLE_TIMEOUT_S
 
     def _finish(self) -> None:
+        stream = self._stream
+        t = np.array([s.stamp for s in stream])
+        # before the estimation: a run that fails it on a machine too loaded to feed or command
+        # the arm regularly (sweeps broken apart, too few samples) is told so as well
+        self.quality = timing_quality(t, np.array([s.received for s in stream]),
+                                      np.array(self._command_times), 1.0 / float(self._p("rate")))
         try:
-            stream = self._stream
-            t = np.array([s.stamp for s in stream])
             recordings = segment_sweeps(
                 t, np.array([s.position for s in stream]), np.array([s.velocity for s in stream]),
                 np.array([s.torque for s in stream]),
@@ -701,11 +705,11 @@ class IdentificationExecutor(LifecycleNode):
                 raise HumanoidBalanceError("the estimate is not finite")
         except Exception as exc:  # any failure of the estimation ends the run, not the node
             self.state, self.message = "failed", f"estimation failed: {exc}"
+            if self.quality.warnings:
+                self.message += "; " + "; ".join(self.quality.warnings)
             self._cause_is_input = False
             self.get_logger().error(self.message)
             return
-        self.quality = timing_quality(t, np.array([s.received for s in stream]),
-                                      np.array(self._command_times), 1.0 / float(self._p("rate")))
         self._publish_parameters(self.estimate)
         path = Path(str(self._p("output_path")))
         document = results_document(self.estimate, self.joints, float(self._p("gravity")),

@@ -57,6 +57,8 @@ FLOOD_RATE_HZ = 10 * ARM_RATE_HZ
 JOINT_STATE_TIMEOUT_S = 1.0
 #: s to wait for a reaction the node gives within a diagnostics period or two (10 Hz)
 REACTION_S = 3.0
+#: runs tried where a case needs one that reaches its end (see its use)
+RUN_ATTEMPTS = 3
 #: the sweep's speed
 SWEEP_RAD_S = math.radians(3.0)
 GENERATED = settings(max_examples=20, deadline=None, derandomize=True, database=None,
@@ -1139,12 +1141,23 @@ def test_bug_unwritable_output_path_at_the_end_of_a_run(good: Rig, ledger: Ledge
         QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     try:
         with ledger.case(rig.target, "output_path", "unwritable at the end of a run") as case:
-            parameters.clear()
-            start_running(rig, 0.1)
-            folder.rmdir()
-            folder.write_text("the folder became a file")
-            case.require(rig.arm.pump(60.0, lambda: rig.diag.values.get("state") in (
-                "done", "failed")), lambda: str(rig.diag.values))
+            # the case needs a run that reaches the writing: on a loaded 2-core machine this
+            # process (the fake arm) or the node can stall mid-sweep, and the estimation then
+            # fails for too few samples before anything is written (the node says so; once in
+            # CI: "joint 2 (eq. 10): 1 samples for 2 parameters"). Such a run is run again.
+            for _ in range(RUN_ATTEMPTS):
+                if folder.is_file():
+                    folder.unlink()
+                    folder.mkdir()
+                parameters.clear()
+                start_running(rig, 0.1)
+                folder.rmdir()
+                folder.write_text("the folder became a file")
+                case.require(rig.arm.pump(60.0, lambda: rig.diag.values.get("state") in (
+                    "done", "failed")), lambda: str(rig.diag.values))
+                latest = rig.diag.latest()
+                if latest is None or "estimation failed" not in latest[1]:
+                    break
             case.require(rig.diag.wait_for(ERROR, str(folder), REACTION_S),
                          lambda: str(rig.diag.latest()))
             case.require(rig.arm.pump(2.0, lambda: bool(parameters)), "no parameters published")

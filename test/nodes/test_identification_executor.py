@@ -234,6 +234,29 @@ def test_start_refused_without_joint_states(fast_harness: Harness) -> None:
         False, "refused to start: no /joint_states with the arm joints received")
 
 
+def test_failed_estimation_names_late_joint_states_too(rclpy_context: Any) -> None:
+    """A run whose joint states came late and broke its sweeps: the error says both."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    from humanoid_balance.nodes.identification_executor import IdentificationExecutor, Sample
+
+    node = IdentificationExecutor(context=rclpy_context)
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        q = np.radians(STATIC_DEG)
+        # a still arm (no sweep at all), every sample received 0.2 s after its stamp
+        node._stream = [Sample(0.01 * k, 0.01 * k + 0.2, q, np.zeros(6), np.zeros(6))
+                        for k in range(100)]
+        node._command_times = [0.01 * k for k in range(100)]
+        node._finish()
+        assert node.state == "failed"
+        assert node.message.startswith("estimation failed: "), node.message
+        assert "/joint_states came late: 100.0 % arrived more than 50 ms after their stamp" \
+            in node.message, node.message
+    finally:
+        node.destroy_node()
+
+
 def test_optimised_configuration_keeps_clearance(rclpy_context: Any) -> None:
     """optimize_configuration: every sweep's start configuration keeps the 1 cm clearance."""
     from rclpy.lifecycle import TransitionCallbackReturn
