@@ -604,7 +604,7 @@ class MujocoSimNode(Node):
             self.pub_clock.publish(cdr.clock_message(ns))
         humanoid = self.humanoid
         # the humanoid's sensors in one read (one noise draw: the readings of reading them
-        # one by one, at two thirds of the cost); other robots have joints and ground truth only
+        # one by one, at about four fifths of the cost); other robots have joints and ground truth only
         readings = None if humanoid is None else \
             humanoid.read_sensors(inclinometer=step % self.inclinometer_every == 0)
         js = sim.joint_state() if readings is None else readings.joints

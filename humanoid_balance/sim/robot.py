@@ -485,9 +485,15 @@ class MujocoRobotSim:
 
     def joint_state(self) -> JointStateSample:
         """Joint positions (with encoder noise), velocities and servo efforts."""
-        position = self.data.qpos[self._qadr].copy()
-        if self.joint_position_noise > 0:
-            position += self._rng.normal(0.0, self.joint_position_noise, position.shape)
+        noise = self._rng.normal(0.0, self.joint_position_noise, len(self.joint_names)) \
+            if self.joint_position_noise > 0 else None
+        return self._joint_state(noise)
+
+    def _joint_state(self, position_noise: np.ndarray | None) -> JointStateSample:
+        """The joint state with ``position_noise`` [rad] (drawn by the caller) on the positions."""
+        position = self.data.qpos[self._qadr]  # an index array: a new array
+        if position_noise is not None:
+            position += position_noise
         return JointStateSample(
             names=self.joint_names,
             position=position,
