@@ -163,9 +163,12 @@ def test_participants_of_one_process_talk_through_the_transport(rclpy_context: o
     executor = SingleThreadedExecutor(context=rclpy_context)
     executor.add_node(listener)
     got: list[float] = []
-    listener.create_subscription(Float64, "/intraprocess_check", lambda m: got.append(m.data), 100)
-    publisher = talker.create_publisher(Float64, "/intraprocess_check", 100)
     count = 300
+    # queues that hold every message: a loaded machine's executor may take none of them while
+    # they are published (once in CI, depth 100: the last 100 of 300 came)
+    listener.create_subscription(Float64, "/intraprocess_check", lambda m: got.append(m.data),
+                                 count)
+    publisher = talker.create_publisher(Float64, "/intraprocess_check", count)
     try:
         deadline = time.monotonic() + 20.0
         while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
