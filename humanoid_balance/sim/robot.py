@@ -468,15 +468,22 @@ class MujocoRobotSim:
         size = np.abs(e)
         change, step = self._limited_change, self._limited_step
         closing = (size <= step) & (np.abs(e / dt - c_was) <= change)
+        limit = self._limited_max_move
         if closing.all():
             move = g1 - t0
+            if (np.abs(move) <= limit).all():
+                # every limited target reaches its goal (a stream within the limits, every
+                # step): what the general case below gives, in a third fewer array operations
+                target[li] = g1
+                self._target_q = target
+                self._target_u[li] = move / dt
+                return True
         else:
             # braking by a dt a step from c = n a dt covers a dt^2 n (n + 1) / 2: the largest n
             brake = 0.5 * (np.sqrt(1.0 + 8.0 * size / step) - 1.0) * step / dt
             c = np.minimum(np.maximum(np.sign(e) * np.minimum(size / dt, brake), c_was - change),
                            c_was + change)
             move = np.where(closing, g1 - t0, goal_step + c * dt)
-        limit = self._limited_max_move
         reached = (np.abs(move) <= limit) & closing
         target[li] = np.where(reached, g1, t0 + np.minimum(np.maximum(move, -limit), limit))
         self._target_q = target
