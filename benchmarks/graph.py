@@ -173,6 +173,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "waist_controller",
         feeds=(Feed("/waist/inclinometer", "sensor_msgs/msg/Imu", 100.0),),  # mujoco_sim's rate
         outputs=(Output("/waist/joint_states", JS, source="timer", rate_hz=100.0),
+                 # the shaped reference, with every joint state (waist_controller._publish_fast)
+                 Output("/waist/reference", JS, source="timer", rate_hz=100.0),
                  Output("/waist/tracking_error", "geometry_msgs/msg/Vector3Stamped",
                         source="timer", rate_hz=100.0),
                  Output("/waist/motor_states", DIAG, source="timer", rate_hz=10.0),

@@ -472,8 +472,8 @@ class MujocoRobotSim:
         if closing.all():
             move = g1 - t0
             if (np.abs(move) <= limit).all():
-                # every limited target reaches its goal (a stream within the limits, every
-                # step): what the general case below gives, in a third fewer array operations
+                # every limited target reaches its goal (a command stream within the limits,
+                # every step): what the general case below gives, in fewer array operations
                 target[li] = g1
                 self._target_q = target
                 self._target_u[li] = move / dt
