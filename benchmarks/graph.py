@@ -885,6 +885,8 @@ def main() -> int:
 
     from humanoid_balance.results import metric, write_results
 
+    if args.demo_runs < 1:
+        parser.error(f"--demo-runs {args.demo_runs}: run the demo at least once (or --no-demo)")
     names = [n for n in args.nodes.split(",") if n]
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
