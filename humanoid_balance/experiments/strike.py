@@ -329,6 +329,9 @@ class SimRun:
     #: control cycle (:data:`MOMENTUM_GROUPS`; fixed-base model at the measured joint positions):
     #: where the momentum RMC holds at zero in its commands goes in the simulated robot
     held_momentum_by_group: dict[str, np.ndarray]
+    #: (n,) the job arm's trajectory phase (:data:`~humanoid_balance.core.strike_trajectory.PHASES`)
+    #: of the control cycle each physics step belongs to
+    phase: np.ndarray
 
 
 def measured_zmp(sim: Any, estimator: Any) -> np.ndarray | None:
@@ -375,10 +378,13 @@ class _SimRecorder:
     slip_m: list[float]
     yaw_rad: list[float]
     held_momentum: list[np.ndarray] = field(default_factory=list)
+    phase: list[str] = field(default_factory=list)
 
-    def record(self, sim: Any, estimator: Any) -> None:
-        """Read the sensors (ZMP estimator included) and the ground truth after one physics step."""
+    def record(self, sim: Any, estimator: Any, phase: str) -> None:
+        """Read the sensors (ZMP estimator included) and the ground truth after one physics step
+        of the trajectory's ``phase``."""
         z = measured_zmp(sim, estimator)
+        self.phase.append(phase)
         cop = sim.cop()
         self.times_s.append(sim.time)
         self.zmp_m.append(z if z is not None else (np.nan, np.nan))
@@ -403,7 +409,8 @@ class _SimRecorder:
             slip_m=np.array(self.slip_m, dtype=float), yaw_rad=np.array(self.yaw_rad, dtype=float),
             polygon_m=polygon_m, held_momentum_by_group={
                 g: np.array([h[i] for h in self.held_momentum], dtype=float).reshape(-1, 2)
-                for i, g in enumerate(MOMENTUM_GROUPS)})
+                for i, g in enumerate(MOMENTUM_GROUPS)},
+            phase=np.array(self.phase, dtype=object))
 
 
 def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,
@@ -458,7 +465,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
         for _ in range(substeps):
             sim.step()
-            rec.record(sim, estimator)
+            rec.record(sim, estimator, ref.phase)
     return rec.run(speed_m_s=float(trajectory.target_speed), selection=selection, balance=balance,
                    polygon_m=polygon)
 
@@ -513,6 +520,22 @@ def shift_series(run: SimRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     static = np.hypot(*(run.com_xy_m - com0).T)
     dynamic = np.hypot(*((run.zmp_m - run.com_xy_m) - (zmp0 - com0)).T)
     return total, static, dynamic
+
+
+def zmp_peak_by_phase(run: SimRun) -> dict[str, float]:
+    """Peak total ZMP shift [m] from standing within each trajectory phase, in the run's order.
+
+    Tells where a run's peak comes from: with RMC the strike itself moves the ZMP less than
+    the slower moves to and from the ready pose, which the waist's and legs' servos let the
+    upper body rock after.
+    """
+    total = shift_series(run)[0]
+    peaks: dict[str, float] = {}
+    for phase in dict.fromkeys(run.phase.tolist()):  # first-seen order
+        inside = total[run.phase == phase]
+        if np.isfinite(inside).any():
+            peaks[phase] = float(np.nanmax(inside))
+    return peaks
 
 
 def zmp_shift(run: SimRun) -> ZmpShift:

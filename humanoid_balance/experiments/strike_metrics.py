@@ -20,6 +20,7 @@ from humanoid_balance.experiments.strike import (
     StrikeResults,
     StrikeRuns,
     highest_balanced_speed,
+    zmp_peak_by_phase,
     zmp_shift,
     zmp_vs_contact_cop,
 )
@@ -97,6 +98,20 @@ def _held_momentum_metrics(runs: StrikeRuns) -> Metrics:
         for group, series in run.held_momentum_by_group.items():
             out[f"sim_peak_lxy_{group}_{label}"] = metric(
                 round(float(np.max(np.hypot(series[:, 0], series[:, 1]))), 4), "N m s")
+    return out
+
+
+def _phase_metrics(runs: StrikeRuns) -> Metrics:
+    """Peak measured ZMP shift per phase of the job arm's motion, with and without RMC.
+
+    ``zmp_peak_phase_rmc`` names the phase that sets ``zmp_peak_mm_rmc``.
+    """
+    out: Metrics = {}
+    for label, run in (("rmc", runs.sim_rmc), ("no_rmc", runs.sim_off)):
+        peaks = zmp_peak_by_phase(run)
+        for phase, peak in peaks.items():
+            out[f"zmp_peak_mm_{label}_{phase}"] = metric(_mm(peak), "mm")
+        out[f"zmp_peak_phase_{label}"] = metric(max(peaks, key=peaks.__getitem__), "")
     return out
 
 
@@ -254,7 +269,7 @@ def strike_metrics(results: StrikeResults) -> Metrics:
         **_settings_metrics(results),
         **_zmp_and_momentum_metrics(runs), **_turning_metrics(runs, limit), **_feet_metrics(runs),
         **_speed_metrics(results), **_lz_secondary_metrics(runs, limit),
-        **_paper_form_metrics(runs), **_held_momentum_metrics(runs),
+        **_paper_form_metrics(runs), **_held_momentum_metrics(runs), **_phase_metrics(runs),
         "first_limit_paper": metric(PAPER_FIRST_LIMIT),
         "job_exact_all_cycles": metric(bool(runs.model_rmc.job_exact.all())),
         "balance_exact_all_cycles": metric(bool(runs.model_rmc.balance_exact.all())),

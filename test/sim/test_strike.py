@@ -10,7 +10,14 @@ import pytest
 
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
-from humanoid_balance.experiments.strike import SimRun, run_sim, zmp_shift, zmp_vs_contact_cop
+from humanoid_balance.core.strike_trajectory import PAPER_DURATIONS, PHASES
+from humanoid_balance.experiments.strike import (
+    SimRun,
+    run_sim,
+    zmp_peak_by_phase,
+    zmp_shift,
+    zmp_vs_contact_cop,
+)
 from humanoid_balance.resources import urdf_path
 
 
@@ -83,6 +90,25 @@ def test_rmc_moves_the_held_momentum_from_the_arms_to_the_body(with_rmc: SimRun,
 
 
 @pytest.mark.slow
+def test_zmp_peak_by_phase(with_rmc: SimRun, without_rmc: SimRun) -> None:
+    """Per-phase peaks: the phases in the trajectory's order over the times the paper gives
+    them, the largest equal to the run's peak; with RMC the strike itself moves the ZMP less
+    than the move to the ready pose before it, without RMC the strike and return set the peak."""
+    rel = with_rmc.times_s - with_rmc.times_s[0]  # s since the first step of the first cycle
+    ends = np.cumsum(PAPER_DURATIONS)
+    for phase, begin, end in zip(PHASES[1:4], ends[:3], ends[1:4], strict=True):
+        inside = rel[with_rmc.phase == phase]
+        assert begin - 0.003 <= inside.min() and inside.max() <= end + 0.003, (phase, inside)
+    for run in (with_rmc, without_rmc):
+        peaks = zmp_peak_by_phase(run)
+        assert list(peaks) == list(PHASES)
+        assert max(peaks.values()) == zmp_shift(run).total_m
+    rmc, off = zmp_peak_by_phase(with_rmc), zmp_peak_by_phase(without_rmc)
+    assert rmc["strike"] < rmc["to_ready"], rmc
+    assert max(off, key=off.__getitem__) in ("strike", "return"), off
+
+
+@pytest.mark.slow
 def test_experiment_writes_every_metric_of_results_md(tmp_path: Path) -> None:
     """`experiment strike` with non-default options writes strike.json with RESULTS.md's names."""
     from humanoid_balance.cli import main
@@ -96,7 +122,8 @@ def test_experiment_writes_every_metric_of_results_md(tmp_path: Path) -> None:
                 "max_sole_yaw_deg_paper_form", "max_sole_yaw_deg", "aux_posture_gain",
                 "min_margin_mm_rmc", "min_margin_mm_no_rmc", "model_zmp_min_margin_mm_no_rmc",
                 "peak_abs_dLz_dt", "friction_torque_limit", "max_slip_mm", "min_foot_fz_n",
-                "aux_shoulder_share", "max_balanced_speed", "first_limit"}
+                "aux_shoulder_share", "max_balanced_speed", "first_limit",
+                "zmp_peak_phase_rmc", "zmp_peak_mm_rmc_to_ready", "zmp_peak_mm_no_rmc_strike"}
     assert expected <= set(metrics)
     ran = {k: metrics[k]["value"] for k in ("speed_m_s", "job_arm", "selection")}
     assert ran == {"speed_m_s": 1.6, "job_arm": "left", "selection": "Lx"}
