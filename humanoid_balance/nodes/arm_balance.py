@@ -35,6 +35,7 @@ from humanoid_balance.core import arm_loop as core
 from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.nodes.command_output import CommandOutput
 from humanoid_balance.nodes.common import (
+    Listeners,
     LogThrottle,
     clock_ns,
     destroy_timers,
@@ -103,6 +104,8 @@ class ArmBalanceNode(LifecycleNode):
                                                             qos)
         self.pub_zmp = self.create_lifecycle_publisher(PointStamped, "/arm_balance/model_zmp", qos)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
+        #: the momentum and the model ZMP are written only while heard (the commands always)
+        self.listeners = Listeners((self.pub_momentum, self.pub_zmp))
         # the state and the job input: only the newest counts (a cycle late behind a queue of
         # older samples would answer each of them, late, and fall further behind)
         latest = QoSProfile(depth=1)
@@ -275,8 +278,11 @@ class ArmBalanceNode(LifecycleNode):
             self._stamp(result, now)
         if isinstance(result, core.Command):
             self.commands.publish(stamp, result.names, result.position, result.velocity)
-            self.pub_momentum.publish(self._momentum_writer.write(stamp, result.momentum.tolist()))
-            if result.model_zmp is not None:
+            heard = self.listeners.heard()
+            if self.pub_momentum in heard:
+                self.pub_momentum.publish(self._momentum_writer.write(stamp,
+                                                                      result.momentum.tolist()))
+            if result.model_zmp is not None and self.pub_zmp in heard:
                 self.pub_zmp.publish(self._zmp_writer.write(stamp, float(result.model_zmp[0]),
                                                             float(result.model_zmp[1]), 0.0))
         elif isinstance(result, core.Hold) and result.fresh:
@@ -298,7 +304,8 @@ class ArmBalanceNode(LifecycleNode):
         status.values.update(job_arm=v["job_arm"], selection=",".join(v["selection"]),
                              secondary=",".join(rows_of(v["secondary"])) or "none",
                              reference_point=v["reference_point"], mode=v["mode"],
-                             caught_up_gaps=self.loop.caught_up_gaps)
+                             caught_up_gaps=self.loop.caught_up_gaps,
+                             unheard_topics=self.listeners.unheard())
         if self._periods:
             periods = np.array(self._periods)
             status.values.update(period_ms_mean=1e3 * float(periods.mean()),

@@ -140,6 +140,41 @@ class LogThrottle:
         return True
 
 
+class Listeners:
+    """Which of a node's optional publishers have a subscriber, looked at every ``period_s``.
+
+    A node writes its monitoring topics (per-foot ZMPs, markers, ground truth) only while
+    someone listens, as drivers skip unheard topics: a 1 kHz topic nobody takes still costs
+    its serialization and publish. A subscriber that joins is served within ``period_s``.
+    Every publisher counts as heard until the first look. Asking costs a clock read; the
+    subscription counts (an rmw call each) are read at most every ``period_s`` of wall time.
+
+    Args:
+        publishers: the optional publishers (None entries are left out).
+        period_s: wall seconds between two looks.
+    """
+
+    def __init__(self, publishers: Iterable[Any], period_s: float = 0.1) -> None:
+        self._publishers = [pub for pub in publishers if pub is not None]
+        self._heard: frozenset[Any] = frozenset(self._publishers)
+        self._period_s = float(period_s)
+        self._next_s = 0.0
+
+    def heard(self) -> frozenset[Any]:
+        """The publishers with at least one matched subscription (as of the last look)."""
+        now = time.monotonic()
+        if now >= self._next_s:
+            self._next_s = now + self._period_s
+            self._heard = frozenset(pub for pub in self._publishers
+                                    if pub.get_subscription_count() > 0)
+        return self._heard
+
+    def unheard(self) -> str:
+        """The topics not written for want of a subscriber at the last look, for /diagnostics."""
+        return ",".join(sorted(pub.topic_name for pub in self._publishers
+                               if pub not in self._heard)) or "none"
+
+
 def set_thread_priority(node: Node, priority: int, what: str) -> bool:
     """Put the calling thread under SCHED_FIFO ``priority`` (1-99), or back to normal
     scheduling (0); when the system refuses, a warning naming the fix. Whether it holds.

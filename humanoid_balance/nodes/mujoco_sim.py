@@ -5,7 +5,9 @@
 gravity is 0). Publishes what the robot's drivers would (``/joint_states``;
 for the humanoid also the foot F/T and FSR sensors and the waist
 inclinometer), ``/clock`` (simulation time; every stamp is simulation time)
-and ground truth for checks (``/sim/com``; ``/sim/cop`` for the humanoid).
+and ground truth for checks (``/sim/com``; ``/sim/cop`` for the humanoid). Each topic
+but ``/joint_states`` and ``/clock`` is written only while something subscribes to it
+(:class:`~humanoid_balance.nodes.common.Listeners`: looked at every 0.1 s).
 ``/tf`` carries ``world`` -> the robot's base link (the URDF's root link: ``pelvis``,
 ``base_link``) from the simulated base pose at ``tf_rate``
 (:mod:`humanoid_balance.sim.tf`), what rviz needs above ``robot_state_publisher``'s
@@ -101,6 +103,7 @@ from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 from humanoid_balance.nodes.common import (
     OK,
     WARN,
+    Listeners,
     diagnostic_array,
     diagnostic_status,
     run_node,
@@ -265,6 +268,12 @@ class MujocoSimNode(Node):
         self._tf_message = tf_message_class() if self.tf_every else None
         self.pub_tf = None if self._tf_message is None else \
             self.create_publisher(self._tf_message, "/tf", QoSProfile(depth=100))
+        #: the ground truth and the sensors beside /joint_states and /clock: each is written and
+        #: published only while a subscriber is matched. The readings, noise draws included, are
+        #: the same either way: who listens does not change the simulation
+        self.listeners = Listeners((self.pub_com, self.pub_base, *self.pub_ft.values(),
+                                    *self.pub_fsr.values(), getattr(self, "pub_imu", None),
+                                    getattr(self, "pub_cop", None), self.pub_tf))
         if self.tf_every and self.pub_tf is None:
             where = "on /sim/base_pose (geometry_msgs/PoseStamped)" if self.sim.floating_base \
                 else "the identity (a fixed base)"
@@ -602,6 +611,7 @@ class MujocoSimNode(Node):
         step = round(sim.time / sim.timestep)  # the step's index, for the sampled topics
         if step % self.clock_every == 0:
             self.pub_clock.publish(cdr.clock_message(ns))
+        listened = self.listeners.heard()
         humanoid = self.humanoid
         # the humanoid's sensors in one read (one noise draw: the readings of reading them
         # one by one, at about four fifths of the cost); other robots have joints and ground truth only
@@ -609,22 +619,25 @@ class MujocoSimNode(Node):
             humanoid.read_sensors(inclinometer=step % self.inclinometer_every == 0)
         js = sim.joint_state() if readings is None else readings.joints
         self.pub_joints.publish(self._raw_joints.write(ns, js.position, js.velocity, js.effort))
-        x, y, z = (sim.com() if readings is None else readings.com).tolist()
-        self.pub_com.publish(self._raw_point.write(ns, x, y, z))
-        if self.pub_base is not None:
+        if self.pub_com in listened:
+            x, y, z = (sim.com() if readings is None else readings.com).tolist()
+            self.pub_com.publish(self._raw_point.write(ns, x, y, z))
+        if self.pub_base in listened:
             position, quaternion = sim.base_pose() if readings is None else \
                 (readings.base_position, readings.base_orientation_xyzw)
             self.pub_base.publish(self._raw_base.write(ns, (*position, *quaternion)))
-        if self.pub_tf is not None and step % self.tf_every == 0:
+        if self.pub_tf in listened and step % self.tf_every == 0:
             self.pub_tf.publish(self._tf(stamp_msg(ns)))
         if readings is None:
             return
         for i, side in enumerate(SIDES):
-            self.pub_ft[side].publish(self._raw_ft[side].write(ns, readings.wrench[i]))
-            self.pub_fsr[side].publish(cdr.float64_multi_array_message(readings.fsr[i]))
-        if readings.inclinometer_xyzw is not None:
+            if self.pub_ft[side] in listened:
+                self.pub_ft[side].publish(self._raw_ft[side].write(ns, readings.wrench[i]))
+            if self.pub_fsr[side] in listened:
+                self.pub_fsr[side].publish(cdr.float64_multi_array_message(readings.fsr[i]))
+        if readings.inclinometer_xyzw is not None and self.pub_imu in listened:
             self.pub_imu.publish(self._raw_imu.write(ns, readings.inclinometer_xyzw))
-        if readings.cop is not None:
+        if readings.cop is not None and self.pub_cop in listened:
             x, y, z = readings.cop.tolist()
             self.pub_cop.publish(self._raw_point.write(ns, x, y, z))
 
@@ -655,6 +668,7 @@ class MujocoSimNode(Node):
             "holding": ",".join(holding) or "none",
             "holds": self.timeout.holds,
             "lock_step": self.gate is not None,
+            "unheard_topics": self.listeners.unheard(),
         }
         level, message = OK, "finished" if self.finished.is_set() else "running"
         misses = 0

@@ -89,6 +89,7 @@ from humanoid_balance.nodes.common import (
     OK,
     STALE,
     WARN,
+    Listeners,
     LogThrottle,
     all_finite,
     clock_ns,
@@ -249,6 +250,9 @@ class ZmpEstimatorNode(Node):
         self.pub_margin = self.create_publisher(Float64, "/zmp/stability_margin", qos)
         self.pub_markers = self.create_publisher(MarkerArray, "/zmp/markers", qos)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
+        #: the per-foot ZMPs, the polygon and the markers are written only while heard (/zmp and
+        #: the margin always: arm_balance's guard and the operator rely on them)
+        self.listeners = Listeners((*self.pub_foot.values(), self.pub_polygon, self.pub_markers))
         self.create_service(Trigger, "~/zero_sensors", partial(self._zero, SIDES))
         for side in SIDES:
             self.create_service(Trigger, f"~/zero_{side}_sensor", partial(self._zero, (side,)))
@@ -490,9 +494,11 @@ class ZmpEstimatorNode(Node):
                 0 <= stamp - self._last_published_ns < self.publish_period_ns:
             return
         self._last_published_ns = stamp
-        self._publish(stamp, out)
-        if self.marker_period_ns >= 0 and (self._last_marker_ns is None or not
-                                           0 <= stamp - self._last_marker_ns < self.marker_period_ns):
+        heard = self.listeners.heard()
+        self._publish(stamp, out, heard)
+        if self.marker_period_ns >= 0 and self.pub_markers in heard and (
+                self._last_marker_ns is None or
+                not 0 <= stamp - self._last_marker_ns < self.marker_period_ns):
             self._last_marker_ns = stamp
             self.pub_markers.publish(self._markers(stamp, out, found[1]))
 
@@ -509,18 +515,20 @@ class ZmpEstimatorNode(Node):
         """A serialized PointStamped in the world frame."""
         return self._point_writer.write(stamp, float(xyz[0]), float(xyz[1]), float(xyz[2]))
 
-    def _publish(self, stamp: int, out: ZmpOutput) -> None:
+    def _publish(self, stamp: int, out: ZmpOutput, heard: frozenset[Any]) -> None:
+        """/zmp and the margin; the per-foot ZMPs and the polygon where ``heard``."""
         assert out.zmp_in_world is not None and out.polygon is not None and out.margin is not None
         # published as CDR bytes (humanoid_balance.cdr): the same messages, built without rclpy
         self.pub_zmp.publish(self._point(stamp, out.zmp_in_world))
         for side in SIDES:
             foot = out.foot_zmps_in_world[side]
-            if foot is not None:
+            if foot is not None and self.pub_foot[side] in heard:
                 self.pub_foot[side].publish(self._point(stamp, foot))
         # the polygon changes with the contacts and the leg joints only: sent when it changes,
         # and at least every POLYGON_PERIOD_NS so that late joiners get it
-        if out.polygon is not self._last_polygon or self._last_polygon_ns is None or \
-                not 0 <= stamp - self._last_polygon_ns < POLYGON_PERIOD_NS:
+        if self.pub_polygon in heard and (
+                out.polygon is not self._last_polygon or self._last_polygon_ns is None or
+                not 0 <= stamp - self._last_polygon_ns < POLYGON_PERIOD_NS):
             self._last_polygon = out.polygon
             self._last_polygon_ns = stamp
             self.pub_polygon.publish(self._polygon_writer.write(stamp, out.polygon))
@@ -627,6 +635,7 @@ class ZmpEstimatorNode(Node):
         level, message = self.diagnostics_status()
         values: dict[str, Any] = dict(self.counts)
         values["dropped_unpaired"] = self.sync.dropped + self.pairer.dropped
+        values["unheard_topics"] = self.listeners.unheard()
         out = self.last_output
         if out is not None:
             for side in SIDES:

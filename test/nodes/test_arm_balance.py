@@ -546,6 +546,9 @@ class _Recorder:
     def publish(self, msg: Any) -> None:
         self.sent.append(msg)
 
+    def get_subscription_count(self) -> int:
+        return 1  # the recorder listens
+
 
 def _old_outputs(out: Any, stamp_ns: int, momentum_frame: str) -> tuple[Any, Any, Any]:
     """The command, momentum and model ZMP messages as arm_balance built them before it wrote CDR."""
@@ -590,11 +593,13 @@ def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -
     from sensor_msgs.msg import JointState
 
     from humanoid_balance import cdr
+    from humanoid_balance.nodes.common import Listeners
 
     h = triggered
     node = h.node
     pubs = {"pub_command": _Recorder(), "pub_momentum": _Recorder(), "pub_zmp": _Recorder()}
     node.pub_momentum, node.pub_zmp = pubs["pub_momentum"], pubs["pub_zmp"]
+    node.listeners = Listeners((node.pub_momentum, node.pub_zmp))
     node.commands.publisher = pubs["pub_command"]
     from humanoid_balance.core.arm_loop import JobInput
 

@@ -157,3 +157,37 @@ def test_raw_inputs_read_as_their_message_objects() -> None:
         assert sample.position.size == 0 and sample.effort.size == 0
     margin = Float64(data=-0.0125)
     assert read_float64(serialize_message(margin)) == read_float64(margin) == -0.0125
+
+
+class CountedPublisher:
+    """Stands in for an rclpy publisher: a topic name and a subscription count."""
+
+    def __init__(self, topic_name: str, count: int = 0) -> None:
+        self.topic_name = topic_name
+        self.count = count
+        self.asked = 0
+
+    def get_subscription_count(self) -> int:
+        self.asked += 1
+        return self.count
+
+
+def test_listeners_serve_what_is_subscribed_and_look_again_after_the_period() -> None:
+    """Until the first look every publisher counts as heard; a look keeps those with a
+    subscriber; the counts are read at most once per period; a new subscriber is seen
+    at the next look."""
+    from humanoid_balance.nodes.common import Listeners
+
+    heard_pub, unheard_pub = CountedPublisher("/a", 1), CountedPublisher("/b", 0)
+    listeners = Listeners((heard_pub, None, unheard_pub), period_s=0.05)
+    assert listeners.unheard() == "none"  # before the first look: everything is written
+    assert listeners.heard() == frozenset({heard_pub})
+    assert listeners.unheard() == "/b"
+    for _ in range(100):
+        listeners.heard()
+    assert (heard_pub.asked, unheard_pub.asked) == (1, 1)  # one look in the period
+    unheard_pub.count = 2
+    assert unheard_pub not in listeners.heard()
+    time.sleep(0.06)
+    assert listeners.heard() == frozenset({heard_pub, unheard_pub})
+    assert listeners.unheard() == "none"

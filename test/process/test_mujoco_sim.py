@@ -18,6 +18,7 @@ from process_harness import (
     RunningNode,
     standing_model,
     start_node,
+    statuses,
     wait_ready,
 )
 
@@ -178,3 +179,28 @@ def test_inclinometer_rate_set_at_run_time_changes_the_period(probe: Probe,
         set_rate(100.0)
     assert median_period_ms() == pytest.approx(10.0, abs=1.0)
 
+
+
+def test_an_unheard_topic_is_written_once_subscribed(probe: Probe, sim: RunningNode) -> None:
+    """Nothing subscribes to /sim/com: /diagnostics names it among ``unheard_topics``; once
+    subscribed it comes every 1 ms of simulation time, and the list no longer names it."""
+    import statistics
+
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PointStamped
+
+    diagnostics = probe.record(DiagnosticArray, "/diagnostics", keep=100)
+
+    def unheard() -> list[list[str]]:
+        return [next(kv.value for kv in status.values if kv.key == "unheard_topics").split(",")
+                for status in statuses(diagnostics, "mujoco_sim")]
+
+    assert probe.spin_until(lambda: any("/sim/com" in u for u in unheard()), OUTPUT_TIMEOUT_S)
+    com = probe.record(PointStamped, "/sim/com", keep=1000)
+    assert probe.spin_until(lambda: com.count >= 200, OUTPUT_TIMEOUT_S)
+    stamps = [stamp_ns(m.header.stamp) for m in com.messages]
+    assert 1e-6 * statistics.median(b - a for a, b in pairwise(stamps)) == pytest.approx(1.0,
+                                                                                       abs=0.01)
+    diagnostics.messages.clear()
+    assert probe.spin_until(lambda: bool(unheard()) and "/sim/com" not in unheard()[-1],
+                            OUTPUT_TIMEOUT_S)
