@@ -28,6 +28,8 @@ hand at 1.8 m/s) through :class:`~humanoid_balance.core.rmc.RmcController`:
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -56,6 +58,9 @@ SWEEP_MAX_SPEED_M_S = 4.0
 MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 #: joint groups whose measured momentum the MuJoCo runs record (``arms``: both arms)
 MOMENTUM_GROUPS = ("arms", "waist", "legs", "neck")
+#: s: with a transport, a command stamped further back than this acts as it comes
+#: (``mujoco_sim``'s ``command_timeout`` default)
+TRANSPORT_HORIZON_S = 0.2
 
 
 #: The momentum rows (seed 000, eq. 5) the paper holds; the experiment's default selection.
@@ -413,10 +418,43 @@ class _SimRecorder:
             phase=np.array(self.phase, dtype=object))
 
 
+class _Transport:
+    """Commands as ``arm_balance`` sends them, played back as ``mujoco_sim`` does (see :func:`run_sim`)."""
+
+    def __init__(self, arrival: Callable[[float], float], latency_s: float) -> None:
+        from humanoid_balance.sim.command_delay import CommandDelay
+
+        self.arrival = arrival
+        self.delay: Any = CommandDelay(latency_s, horizon_s=TRANSPORT_HORIZON_S)
+        self._flight: list[tuple[float, int, Any]] = []  # a heap by arrival time
+        self._count = itertools.count()
+
+    def send(self, stamp_s: float, names: Sequence[str], position: np.ndarray,
+             velocity: np.ndarray) -> None:
+        """A command stamped ``stamp_s`` (the cycle's joint-state time), sent then."""
+        command = (round(stamp_s * 1e9), tuple(names), position.copy(), velocity.copy())
+        heapq.heappush(self._flight, (self.arrival(stamp_s), next(self._count), command))
+
+    def apply(self, sim: Any) -> None:
+        """Before a physics step: what has arrived is held until stamp + latency, then acts
+        as of that time (``mujoco_sim``'s ``_apply_pending``)."""
+        from humanoid_balance.sim.command_delay import command_age_s
+
+        now = sim.time
+        now_ns = round(now * 1e9)
+        while self._flight and self._flight[0][0] <= now + 1e-12:
+            command = heapq.heappop(self._flight)[2]
+            self.delay.push(command[0], now_ns, command)
+        for act_ns, (_, names, position, velocity) in self.delay.due(now_ns):
+            sim.set_targets(names, position, velocity,
+                            age_s=command_age_s(act_ns, now, TRANSPORT_HORIZON_S))
+
+
 def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,
             rate_hz: float, extra: float = 0.4, settle: float = 0.5,
             secondary: Sequence[str] = (), job_arm: str = "right",
-            paper_form: bool = False) -> SimRun:
+            paper_form: bool = False, transport: Callable[[float], float] | None = None,
+            command_latency: float = 0.0) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
 
     Args:
@@ -431,6 +469,12 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         job_arm: the striking arm, ``right`` or ``left``.
         paper_form: the paper's pure eq. 6 (no aux posture task, aux arm from rest)
             instead of the controller's defaults.
+        transport: None: each cycle's command acts at once, from the cycle's start. Else
+            the commands go as the process graph sends them: stamped with the cycle's
+            joint-state time ``t``, the position one period on, reaching the simulation at
+            ``transport(t)`` [s], held until stamp + ``command_latency`` and applied as of
+            then, through the arms' acceleration-limited servos (``mujoco_sim``'s path).
+        command_latency: the simulation's playback latency [s] with ``transport``.
     """
     from humanoid_balance.core.rmc import RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
@@ -439,9 +483,10 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
     controller = _controller(model, job_arm=job_arm, selection=selection, secondary=secondary,
                              balance=balance, paper_form=paper_form)
     trajectory, pose = _setup(model, speed, controller, job_arm=job_arm)
-    sim = HumanoidSim()
+    sim = HumanoidSim(arm_acceleration_limits=transport is not None)
     sim.reset(pose)
     sim.settle(settle)
+    link = None if transport is None else _Transport(transport, command_latency)
     q_model = model.neutral()
     sim_index = model.q_index(list(sim.joint_names))
     q_model[sim_index] = sim.joint_state().position
@@ -462,8 +507,13 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         rec.held_momentum.append(_held_momentum_by_group(model, q_model, w, state.velocity,
                                                          group_v))
         out = controller.step(RmcInput(q_model, job_joint_velocities=ref.velocity), dt)
-        sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
+        if link is None:
+            sim.set_targets(out.names, out.position - out.velocity * dt, out.velocity)
+        else:
+            link.send(sim.time, out.names, out.position, out.velocity)
         for _ in range(substeps):
+            if link is not None:
+                link.apply(sim)
             sim.step()
             rec.record(sim, estimator, ref.phase)
     return rec.run(speed_m_s=float(trajectory.target_speed), selection=selection, balance=balance,

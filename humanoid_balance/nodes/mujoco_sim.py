@@ -16,7 +16,8 @@ once at start-up that ``/tf`` is not published and why (the floating base's pose
 on ``/sim/base_pose`` all the same).
 Follows joint commands (sensor_msgs/JointState: position and/or velocity by
 name) on each topic of ``command_topics``. A command stamped with the simulation's
-time acts as of its stamp (:func:`command_age_s`): one that arrives late, as
+time acts as of its stamp
+(:func:`~humanoid_balance.sim.command_delay.command_age_s`): one that arrives late, as
 commands do free-running on a loaded machine (measured: 2-20 ms, up to 0.3 s),
 takes its position where its velocity has moved it since (and its command timeout
 runs from its stamp), instead of pulling the servo back to where the arm was meant
@@ -112,7 +113,7 @@ from humanoid_balance.nodes.common import (
 from humanoid_balance.params.mujoco_sim import MODELS, SPEC
 from humanoid_balance.params.ros import NodeParameters
 from humanoid_balance.resources import urdf_path as package_urdf_path
-from humanoid_balance.sim.command_delay import CommandDelay
+from humanoid_balance.sim.command_delay import CommandDelay, command_age_s
 from humanoid_balance.sim.command_timeout import CommandTimeout
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 from humanoid_balance.sim.lock_step import LockStepGate, parse_lock_step_topics
@@ -167,23 +168,6 @@ def build_simulation(
     return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,
                           gravity=g, joint_friction=joint_friction,
                           joint_position_noise=noise.joint_position_rad, seed=seed)
-
-
-def command_age_s(stamp_ns: int, now_s: float, timeout_s: float) -> float:
-    """How long ago [s] a command stamped ``stamp_ns`` was meant to act, at simulation time ``now_s``.
-
-    A command stamped with the simulation's time (what a node on ``use_sim_time`` that
-    answers a joint state does) and received up to ``timeout_s`` (``command_timeout``)
-    later is applied as of its stamp (see :meth:`MujocoRobotSim.set_targets
-    <humanoid_balance.sim.robot.MujocoRobotSim.set_targets>`); 0, applied as it comes,
-    for an unstamped one, one stamped ahead of the simulation or further back (another
-    clock, or too old to tell).
-    """
-    if stamp_ns <= 0:
-        return 0.0
-    age = now_s - stamp_ns * 1e-9
-    # the simulation's time as published is rounded to the ns: a stamp equal to it is age 0
-    return age if 1e-9 < age <= timeout_s else 0.0
 
 
 def tf_message_class() -> Any | None:

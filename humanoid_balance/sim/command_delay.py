@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 
 from humanoid_balance.exceptions import InvalidInputError
 
-__all__ = ["CommandDelay"]
+__all__ = ["CommandDelay", "command_age_s"]
 
 T = TypeVar("T")
 
@@ -80,3 +80,20 @@ class CommandDelay(Generic[T]):
         while heap and heap[0][0] <= now_ns:
             act, _, command = heapq.heappop(heap)
             yield act, command
+
+
+def command_age_s(stamp_ns: int, now_s: float, timeout_s: float) -> float:
+    """How long ago [s] a command stamped ``stamp_ns`` was meant to act, at simulation time ``now_s``.
+
+    A command stamped with the simulation's time (what a node on ``use_sim_time`` that
+    answers a joint state does) and received up to ``timeout_s`` (``command_timeout``)
+    later is applied as of its stamp (see :meth:`MujocoRobotSim.set_targets
+    <humanoid_balance.sim.robot.MujocoRobotSim.set_targets>`); 0, applied as it comes,
+    for an unstamped one, one stamped ahead of the simulation or further back (another
+    clock, or too old to tell).
+    """
+    if stamp_ns <= 0:
+        return 0.0
+    age = now_s - stamp_ns * 1e-9
+    # the simulation's time as published is rounded to the ns: a stamp equal to it is age 0
+    return age if 1e-9 < age <= timeout_s else 0.0

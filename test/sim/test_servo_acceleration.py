@@ -1,6 +1,6 @@
 """Late and jumping commands in the MuJoCo servos: applied as of their stamp, closed within the
 acceleration limits (:mod:`humanoid_balance.sim.robot`,
-:func:`humanoid_balance.nodes.mujoco_sim.command_age_s`)."""
+:func:`humanoid_balance.sim.command_delay.command_age_s`)."""
 
 from __future__ import annotations
 
@@ -116,6 +116,6 @@ def test_acceleration_limits_name_joints_of_the_model() -> None:
 ])
 def test_command_age(stamp_ns: int, now_s: float, age: float) -> None:
     """A command's age: its delay when stamped on the simulation's clock within the timeout."""
-    from humanoid_balance.nodes.mujoco_sim import command_age_s
+    from humanoid_balance.sim.command_delay import command_age_s
 
     assert command_age_s(stamp_ns, now_s, 0.2) == pytest.approx(age, abs=1e-9)

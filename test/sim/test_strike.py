@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,36 @@ def test_zmp_peak_by_phase(with_rmc: SimRun, without_rmc: SimRun) -> None:
     rmc, off = zmp_peak_by_phase(with_rmc), zmp_peak_by_phase(without_rmc)
     assert rmc["strike"] < rmc["to_ready"], rmc
     assert max(off, key=off.__getitem__) in ("strike", "return"), off
+
+
+def _stalls(stall_s: float, period_s: float) -> Callable[[float], float]:
+    """Arrival times of a transport that stalls for the first ``stall_s`` of every ``period_s``
+    (what a free-running graph on saturated cores does to the commands), else 2 ms."""
+    def arrival(t: float) -> float:
+        phase = t % period_s
+        return t + 0.002 if phase >= stall_s else t - phase + stall_s + 0.001
+    return arrival
+
+
+@pytest.mark.slow
+def test_the_free_running_latency_rides_out_stalled_commands() -> None:
+    """Commands stalled for 45 ms of every 100 ms (one `graph.py` run saw 45 ms at most) and
+    played back FREE_RUNNING_COMMAND_LATENCY_S after their stamps leave the strike's ZMP peak
+    with RMC within 1 mm of on-time commands; played back after 10 ms they let the arms'
+    momentum through and the peak more than doubles."""
+    from humanoid_balance.graph import FREE_RUNNING_COMMAND_LATENCY_S
+
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+
+    def peak(arrival: Callable[[float], float], latency_s: float) -> float:
+        run = run_sim(model, speed=None, selection=PAPER_SELECTION, balance=True, rate_hz=500.0,
+                      extra=0.1, transport=arrival, command_latency=latency_s)
+        return zmp_shift(run).total_m
+
+    on_time = peak(_stalls(0.0, 0.1), FREE_RUNNING_COMMAND_LATENCY_S)
+    assert on_time < 0.03  # the strike balanced (about 20 mm)
+    assert peak(_stalls(0.045, 0.1), FREE_RUNNING_COMMAND_LATENCY_S) <= on_time + 0.001
+    assert peak(_stalls(0.045, 0.1), 0.01) > 2.0 * on_time
 
 
 @pytest.mark.slow
