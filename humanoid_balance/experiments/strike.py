@@ -58,8 +58,9 @@ SWEEP_MAX_SPEED_M_S = 4.0
 MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 #: joint groups whose measured momentum the MuJoCo runs record (``arms``: both arms)
 MOMENTUM_GROUPS = ("arms", "waist", "legs", "neck")
-#: s: with a transport, a command stamped further back than this acts as it comes
-#: (``mujoco_sim``'s ``command_timeout`` default)
+#: s: with a transport, how far a stamp may be ahead of the simulation and still wait, and how
+#: old a command may be and still act as of its stamp (``mujoco_sim`` uses its
+#: ``command_timeout``, 0.2 s by default, for both)
 TRANSPORT_HORIZON_S = 0.2
 
 
@@ -419,7 +420,8 @@ class _SimRecorder:
 
 
 class _Transport:
-    """Commands as ``arm_balance`` sends them, played back as ``mujoco_sim`` does (see :func:`run_sim`)."""
+    """Commands as ``arm_balance`` sends them, played back as ``mujoco_sim`` does (see :func:`run_sim`;
+    its command timeout, which holds joints without a command for 0.2 s, is left out)."""
 
     def __init__(self, arrival: Callable[[float], float], latency_s: float) -> None:
         from humanoid_balance.sim.command_delay import CommandDelay

@@ -6,7 +6,8 @@ gravity is 0). Publishes what the robot's drivers would (``/joint_states``;
 for the humanoid also the foot F/T and FSR sensors and the waist
 inclinometer), ``/clock`` (simulation time; every stamp is simulation time)
 and ground truth for checks (``/sim/com``; ``/sim/cop`` for the humanoid). Each topic
-but ``/joint_states`` and ``/clock`` is written only while something subscribes to it
+but ``/joint_states``, ``/clock`` and ``/diagnostics`` is written only while something
+subscribes to it
 (:class:`~humanoid_balance.nodes.common.Listeners`: looked at every 0.1 s).
 ``/tf`` carries ``world`` -> the robot's base link (the URDF's root link: ``pelvis``,
 ``base_link``) from the simulated base pose at ``tf_rate``

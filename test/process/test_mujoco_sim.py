@@ -180,7 +180,6 @@ def test_inclinometer_rate_set_at_run_time_changes_the_period(probe: Probe,
     assert median_period_ms() == pytest.approx(10.0, abs=1.0)
 
 
-
 def test_an_unheard_topic_is_written_once_subscribed(probe: Probe, sim: RunningNode) -> None:
     """Nothing subscribes to /sim/com: /diagnostics names it among ``unheard_topics``; once
     subscribed it comes every 1 ms of simulation time, and the list no longer names it."""
