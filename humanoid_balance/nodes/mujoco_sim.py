@@ -607,11 +607,11 @@ class MujocoSimNode(Node):
         if self.pub_com in listened:
             x, y, z = (sim.com() if readings is None else readings.com).tolist()
             self.pub_com.publish(self._raw_point.write(ns, x, y, z))
-        if self.pub_base in listened:
+        if self.pub_base is not None and self.pub_base in listened:
             position, quaternion = sim.base_pose() if readings is None else \
                 (readings.base_position, readings.base_orientation_xyzw)
             self.pub_base.publish(self._raw_base.write(ns, (*position, *quaternion)))
-        if self.pub_tf in listened and step % self.tf_every == 0:
+        if self.pub_tf is not None and self.pub_tf in listened and step % self.tf_every == 0:
             self.pub_tf.publish(self._tf(stamp_msg(ns)))
         if readings is None:
             return
