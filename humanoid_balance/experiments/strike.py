@@ -58,10 +58,6 @@ SWEEP_MAX_SPEED_M_S = 4.0
 MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 #: joint groups whose measured momentum the MuJoCo runs record (``arms``: both arms)
 MOMENTUM_GROUPS = ("arms", "waist", "legs", "neck")
-#: s: with a transport, how far a stamp may be ahead of the simulation and still wait, and how
-#: old a command may be and still act as of its stamp (``mujoco_sim`` uses its
-#: ``command_timeout``, 0.2 s by default, for both)
-TRANSPORT_HORIZON_S = 0.2
 
 
 #: The momentum rows (seed 000, eq. 5) the paper holds; the experiment's default selection.
@@ -424,10 +420,14 @@ class _Transport:
     its command timeout, which holds joints without a command for 0.2 s, is left out)."""
 
     def __init__(self, arrival: Callable[[float], float], latency_s: float) -> None:
+        from humanoid_balance.params.mujoco_sim import SPEC
         from humanoid_balance.sim.command_delay import CommandDelay
 
         self.arrival = arrival
-        self.delay: Any = CommandDelay(latency_s, horizon_s=TRANSPORT_HORIZON_S)
+        #: how far a stamp may be ahead and still wait, how old a command may be and still act as
+        #: of its stamp: ``mujoco_sim``'s ``command_timeout`` for both
+        self.timeout_s = float(SPEC["command_timeout"].default)
+        self.delay: Any = CommandDelay(latency_s, horizon_s=self.timeout_s)
         self._flight: list[tuple[float, int, Any]] = []  # a heap by arrival time
         self._count = itertools.count()
 
@@ -440,16 +440,13 @@ class _Transport:
     def apply(self, sim: Any) -> None:
         """Before a physics step: what has arrived is held until stamp + latency, then acts
         as of that time (``mujoco_sim``'s ``_apply_pending``)."""
-        from humanoid_balance.sim.command_delay import command_age_s
-
         now = sim.time
         now_ns = round(now * 1e9)
         while self._flight and self._flight[0][0] <= now + 1e-12:
             command = heapq.heappop(self._flight)[2]
             self.delay.push(command[0], now_ns, command)
-        for act_ns, (_, names, position, velocity) in self.delay.due(now_ns):
-            sim.set_targets(names, position, velocity,
-                            age_s=command_age_s(act_ns, now, TRANSPORT_HORIZON_S))
+        for age, (_, names, position, velocity) in self.delay.due_aged(now, self.timeout_s):
+            sim.set_targets(names, position, velocity, age_s=age)
 
 
 def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balance: bool,

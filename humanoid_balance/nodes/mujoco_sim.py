@@ -519,13 +519,15 @@ class MujocoSimNode(Node):
             with self._lock:
                 pending, self._pending = self._pending, []
         now = self.sim.time
+        timeout_s = self.timeout.timeout_s
         if delay is not None:  # held until stamp + latency; applied as of that time
             now_ns = round(now * 1e9)
             for command in pending:
                 delay.push(command[0], now_ns, command)
-            pending = [(act_ns, *command[1:]) for act_ns, command in delay.due(now_ns)]
-        for stamp_ns, names, position, velocity in pending:
-            age = command_age_s(stamp_ns, now, self.timeout.timeout_s)
+            aged = list(delay.due_aged(now, timeout_s))
+        else:  # each as of its stamp
+            aged = [(command_age_s(command[0], now, timeout_s), command) for command in pending]
+        for age, (_, names, position, velocity) in aged:
             try:
                 self.sim.set_targets(names, position, velocity, age_s=age)
                 self.timeout.commanded(names, now - age)

@@ -81,6 +81,13 @@ class CommandDelay(Generic[T]):
             act, _, command = heapq.heappop(heap)
             yield act, command
 
+    def due_aged(self, now_s: float, timeout_s: float) -> Iterator[tuple[float, T]]:
+        """The commands due at simulation time ``now_s`` [s], each with its age: how long
+        ago [s] it was meant to act (:func:`command_age_s` of its act time), for
+        ``set_targets(..., age_s=age)``."""
+        for act_ns, command in self.due(round(now_s * 1e9)):
+            yield command_age_s(act_ns, now_s, timeout_s), command
+
 
 def command_age_s(stamp_ns: int, now_s: float, timeout_s: float) -> float:
     """How long ago [s] a command stamped ``stamp_ns`` was meant to act, at simulation time ``now_s``.

@@ -48,6 +48,17 @@ def test_a_command_later_than_the_latency_acts_at_once_as_of_stamp_plus_latency(
     assert drain(delay, 130 * MS) == [(110 * MS, "late")]
 
 
+def test_due_aged_gives_how_long_ago_each_was_meant_to_act() -> None:
+    """Latency 10 ms: one stamped 100 ms received at 130 ms is 20 ms old when due at 130 ms;
+    one stamped 125 ms received on time is due at 135 ms, age 0 (as it acts)."""
+    delay: CommandDelay[str] = CommandDelay(0.010, horizon_s=0.2)
+    delay.push(100 * MS, 130 * MS, "late")
+    delay.push(125 * MS, 130 * MS, "on time")
+    aged = list(delay.due_aged(0.130, 0.2))
+    assert [c for _, c in aged] == ["late"] and aged[0][0] == pytest.approx(0.020, abs=1e-9)
+    assert list(delay.due_aged(0.135, 0.2)) == [(0.0, "on time")]
+
+
 @pytest.mark.parametrize(("stamp_ns", "why"), [
     (0, "unstamped"),
     (10_000 * MS, "stamped 9.9 s ahead of the simulation: another clock"),
