@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("humanoid_balance.apps.predict",
                 "gravity torques at another gravity from an identification result"),
     "wait-for": ("humanoid_balance.apps.wait_for", "wait until a node subscribes to topics"),
+    "aux-posture": ("humanoid_balance.apps.aux_posture",
+                    "search the aux arm's ready posture for a lower strike ZMP peak (MuJoCo)"),
 }
 
 # ``humanoid-balance experiment NAME``

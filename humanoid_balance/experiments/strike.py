@@ -209,12 +209,18 @@ def _model_run(cycles: list[_ModelCycle], *, speed_m_s: float, selection: Sequen
 
 def _controller(model: Any, *, job_arm: str, selection: Sequence[str], secondary: Sequence[str],
                 balance: bool, paper_form: bool, support_polygon: np.ndarray | None = None,
-                ) -> Any:
-    """The controller of a run: the default one, or the paper's pure form (no aux posture)."""
+                aux_posture: Sequence[float] | None = None) -> Any:
+    """The controller of a run: the default one, or the paper's pure form (no aux posture).
+
+    ``aux_posture`` [rad] (right-arm signs): the aux arm's ready posture instead of the
+    controller's default (:data:`~humanoid_balance.core.rmc.AUX_READY_POSTURE`).
+    """
     from humanoid_balance.core.rmc import RmcController
 
     controller = RmcController(model, job_arm=job_arm, selection=selection, secondary=secondary,
                                support_polygon=support_polygon)
+    if aux_posture is not None:
+        controller.set_aux_posture(aux_posture)
     if paper_form:
         controller.set_aux_posture(controller.aux_posture, gain=0.0)
     controller.balance_enabled = balance
@@ -240,15 +246,18 @@ def _setup(model: Any, speed: float | None, controller: Any, start_time: float =
     return trajectory, pose
 
 
-def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection: Sequence[str],
+def run_model(model: Any, polygon: np.ndarray | None, *, speed: float | None,
+              selection: Sequence[str],
               balance: bool, rate_hz: float, extra: float = 0.3,
               twist_mode: bool = False, secondary: Sequence[str] = (),
-              job_arm: str = "right", paper_form: bool = False) -> ModelRun:
+              job_arm: str = "right", paper_form: bool = False,
+              aux_posture: Sequence[float] | None = None) -> ModelRun:
     """The strike through the controller alone (the model's configuration integrates the commands).
 
     Args:
         model: the humanoid (fixed base, ``world_frame="W"``).
-        polygon: support polygon (N x 2) in ``W`` [m] for the model ZMP's margin.
+        polygon: support polygon (N x 2) in ``W`` [m] for the model ZMP's margin, or None
+            (no margin: ``zmp_margin_m`` is NaN).
         speed: hand speed at the target [m/s]; None: the paper's.
         selection: momentum rows held at zero.
         balance: False: the aux arm holds still (no RMC).
@@ -261,11 +270,14 @@ def run_model(model: Any, polygon: np.ndarray, *, speed: float | None, selection
         job_arm: the striking arm, ``right`` or ``left``.
         paper_form: the paper's pure eq. 6 (no aux posture task, aux arm from rest)
             instead of the controller's defaults.
+        aux_posture: the aux arm's ready posture [rad] (right-arm signs, 7 angles);
+            None: the controller's default.
     """
     from humanoid_balance.core.rmc import RmcInput
 
     controller = _controller(model, job_arm=job_arm, selection=selection, secondary=secondary,
-                             balance=balance, paper_form=paper_form, support_polygon=polygon)
+                             balance=balance, paper_form=paper_form, support_polygon=polygon,
+                             aux_posture=aux_posture)
     trajectory, pose = _setup(model, speed, controller, job_arm=job_arm)
     q0 = model.configuration(pose)
     controller.reset(q0)
@@ -453,7 +465,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             rate_hz: float, extra: float = 0.4, settle: float = 0.5,
             secondary: Sequence[str] = (), job_arm: str = "right",
             paper_form: bool = False, transport: Callable[[float], float] | None = None,
-            command_latency: float = 0.0) -> SimRun:
+            command_latency: float = 0.0, aux_posture: Sequence[float] | None = None) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
 
     Args:
@@ -474,13 +486,15 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             ``transport(t)`` [s], held until stamp + ``command_latency`` and applied as of
             then, through the arms' acceleration-limited servos (``mujoco_sim``'s path).
         command_latency: the simulation's playback latency [s] with ``transport``.
+        aux_posture: the aux arm's ready posture [rad] (right-arm signs, 7 angles), where it
+            stands before the strike with RMC; None: the controller's default.
     """
     from humanoid_balance.core.rmc import RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
     from humanoid_balance.sim.humanoid import HumanoidSim
 
     controller = _controller(model, job_arm=job_arm, selection=selection, secondary=secondary,
-                             balance=balance, paper_form=paper_form)
+                             balance=balance, paper_form=paper_form, aux_posture=aux_posture)
     trajectory, pose = _setup(model, speed, controller, job_arm=job_arm)
     sim = HumanoidSim(arm_acceleration_limits=transport is not None)
     sim.reset(pose)

@@ -104,10 +104,12 @@ SPEC = ParamSpec("arm_balance", [
           "null space of the held rows (the held momentum is unchanged); 0: the paper's pure "
           "form (seed 000 eq. 6), whose aux arm turns the feet on the seed strike", "1/s",
           minimum=0.0),
-    Param("aux_posture", [-36.0, 7.0, 63.0, 89.0, -49.0, 58.0, 11.0],
+    Param("aux_posture", [-20.2, 9.4, 39.6, 71.1, -39.6, 77.3, 24.8],
           "ground: the aux arm's ready posture (shoulder pitch, roll, yaw, elbow, wrist yaw, "
           "roll, pitch; right-arm signs, mirrored for the left): hand in front of the chest, "
-          "where holding Lx, Ly adds little Lz", "deg", minimum=-360.0, maximum=360.0, length=7),
+          "where holding Lx, Ly adds little Lz; the default is what `humanoid-balance "
+          "aux-posture` found for the lowest strike ZMP peak in simulation: search again for "
+          "another robot", "deg", minimum=-360.0, maximum=360.0, length=7),
     Param("aux_posture_speed", 0.5, "ground: speed cap of the posture task's joint velocities",
           "rad/s", **_POS),
     Param("aux_posture_acceleration", 2.0, "ground: rate at which the posture task's velocity "
