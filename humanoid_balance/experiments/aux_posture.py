@@ -53,7 +53,7 @@ CLEARANCE_EVERY = 5
 
 @dataclass(frozen=True)
 class PostureTrial:
-    """One strike in MuJoCo with the aux arm standing at ``posture_deg``.
+    """One trial: the strikes with the aux arm standing at ``posture_deg``.
 
     Attributes:
         posture_deg: the aux arm's ready posture [deg] (right-arm signs: shoulder pitch,
