@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output folder (default results/aux_posture)")
     parser.add_argument("--start", default=None, metavar="DEG,...",
                         help="7 angles [deg] to start from, right-arm signs (shoulder pitch, "
-                             "roll, yaw, elbow, wrist yaw, roll, pitch); default the package's "
-                             "AUX_READY_POSTURE")
+                             "roll, yaw, elbow, wrist yaw, roll, pitch), as --start=A,B,...; "
+                             "default the package's AUX_READY_POSTURE")
     parser.add_argument("--speeds", default="paper,2.5", metavar="M/S,...",
                         help="hand speeds at the target, m/s ('paper': the paper's 1.8): the "
                              "first one's ZMP peak is minimised, the others' may not grow "
@@ -65,7 +65,7 @@ def _start(text: str | None) -> list[float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise ConfigurationError(f"--start {text!r}: expected 7 comma-separated angles in "
-                                 "degrees, e.g. --start -36,7,63,89,-49,58,11") from None
+                                 "degrees, e.g. --start=-36,7,63,89,-49,58,11") from None
     if len(values) != 7 or not all(math.isfinite(v) for v in values):
         raise ConfigurationError(f"--start {text!r}: expected 7 finite angles in degrees")
     return values
@@ -139,7 +139,7 @@ def _plot(out: Path, result: PostureSearch) -> Path:
     ax.axhline(0.10 * result.no_rmc_peak_mm, ls="--", color="gray",
                label=f"10 % of the peak without RMC ({result.no_rmc_peak_mm:.1f} mm)")
     ax.set_ylim(0, max(2.0 * result.start.peak_mm, 1.0))
-    ax.set_xlabel("trial (one MuJoCo strike each)")
+    ax.set_xlabel("trial (MuJoCo strikes at each speed; none where the held rows are lost)")
     ax.set_ylabel("mm")
     ax.set_title("aux arm's ready posture: measured ZMP peak of the strike with RMC")
     ax.grid(True, alpha=0.3)
@@ -174,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
                               str(t.inexact_cycles), f"{t.cost:.3f}"]) + "\n")
     if not args.no_plots:
         _plot(out, result)
-    command = (f"humanoid-balance aux-posture --out {out} --start "
+    # --start=...: a first angle below zero would read as an option after a space
+    command = (f"humanoid-balance aux-posture --out {out} --start="
                f"{','.join(f'{v:g}' for v in start)} --trials {args.trials} --speeds "
                + ",".join("paper" if v is None else f"{v:g}" for v in speeds))
     write_results("aux_posture", _metrics(result), command=command, directory=out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from humanoid_balance.cli import build_parser
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import AUX_READY_POSTURE, PAPER_SELECTION
 from humanoid_balance.exceptions import ConfigurationError
@@ -157,7 +159,10 @@ def test_the_command_writes_its_files(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("trial ") >= 8  # a progress line per strike
-    metrics = json.loads((out / "aux_posture.json").read_text())["metrics"]
+    document = json.loads((out / "aux_posture.json").read_text())
+    metrics = document["metrics"]
+    again = build_parser().parse_args(shlex.split(document["command"])[1:])  # it reproduces the run
+    assert (again.out, again.trials, again.speeds) == (out, 8, "paper") and again.start is not None
     assert metrics["best_zmp_peak_mm"]["value"] <= metrics["start_zmp_peak_mm"]["value"]
     rows = (out / "trials.csv").read_text().splitlines()
     assert rows[0].startswith("trial,shoulder_pitch") and len(rows) - 1 == metrics["trials"]["value"]
