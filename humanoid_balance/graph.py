@@ -114,8 +114,9 @@ FREE_RUNNING_CLOCK_RATE_HZ = 100.0
 #: 2-core machine (one `graph.py` run: 21 ms on average, 45 ms at most, while the strike's CoP
 #: peak with RMC rose to 1.08 of the peak without). In-process, the strike with its commands
 #: stalled 45 ms of every 100 ms (``experiments.strike.run_sim(transport=...)``): ZMP peak
-#: with RMC 72.94 mm played back after 10 ms, 20.10 mm after 50 ms, 19.72 mm on time
-#: (test/sim/test_strike.py). The arms' motion is feedforward: both arms wait alike
+#: with RMC 57.37 mm played back after 10 ms, 16.95 mm after 50 ms, 16.44 mm on time
+#: (test/sim/test_strike.py; README, "Free-running"). The arms' motion is feedforward: both
+#: arms wait alike
 FREE_RUNNING_COMMAND_LATENCY_S = 0.05
 
 

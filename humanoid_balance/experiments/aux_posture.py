@@ -263,27 +263,30 @@ def search(model: Any, start_deg: Sequence[float], *,
 
     def cost(x: np.ndarray) -> float:
         inside = np.minimum(np.maximum(x, lo), hi)
-        checks = controller_checks(model, inside, speeds=speeds, rate_hz=rate_hz,
-                                   job_arm=job_arm)
-        if first and checks[1] > 0:
+        clearance_mm, inexact = controller_checks(model, inside, speeds=speeds,
+                                                  rate_hz=rate_hz, job_arm=job_arm)
+        if first and inexact > 0:
             # the aux arm's limits lose the held rows: no strike in MuJoCo, and a cost above
             # the start's by the penalties
-            b = first[0]
             t = PostureTrial(tuple(float(v) for v in inside), math.nan, math.nan, math.nan, {},
-                             tuple(math.nan for _ in b.other_peaks_mm), checks[0], checks[1])
-            over = (max(0.0, b.clearance_mm - t.clearance_mm) + t.inexact_cycles
-                    + float(np.abs(x - inside).sum()))
-            return record(replace(t, cost=b.peak_mm + PENALTY_MM_PER_UNIT * over))
+                             tuple(math.nan for _ in first[0].other_peaks_mm), clearance_mm,
+                             inexact)
+            return record(replace(t, cost=first[0].peak_mm + PENALTY_MM_PER_UNIT * lost(t, x)))
         t = trial(model, inside, speeds=speeds, rate_hz=rate_hz, job_arm=job_arm,
-                  checks=checks)
-        b = (first or [t])[0]  # the first trial is the start: it sets the bounds
-        first[:] = [b]
+                  checks=(clearance_mm, inexact))
+        if not first:  # the start: it sets the bounds
+            first.append(t)
+        b = first[0]
         over = (max(0.0, t.slip_mm - b.slip_mm) + max(0.0, t.yaw_mrad - b.yaw_mrad)
                 + sum(max(0.0, p - p0) for p, p0 in zip(t.other_peaks_mm, b.other_peaks_mm,
-                                                        strict=True))
-                + max(0.0, b.clearance_mm - t.clearance_mm)
-                + t.inexact_cycles + float(np.abs(x - inside).sum()))
+                                                        strict=True)) + lost(t, x))
         return record(replace(t, cost=t.peak_mm + PENALTY_MM_PER_UNIT * over))
+
+    def lost(t: PostureTrial, x: np.ndarray) -> float:
+        """The penalties every trial pays: clearance below the start's, inexact cycles,
+        degrees outside the box."""
+        return (max(0.0, first[0].clearance_mm - t.clearance_mm) + t.inexact_cycles
+                + float(np.abs(x - np.minimum(np.maximum(x, lo), hi)).sum()))
 
     def record(t: PostureTrial) -> float:
         trials.append(t)
