@@ -28,6 +28,14 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV with $($PYTHON --version)"
   "$PYTHON" -m venv "$VENV"
 fi
+# a creation stopped half-way (Ctrl-C, a killed CI job) leaves a python without pip
+if ! "$VENV/bin/python" -c "import pip" >/dev/null 2>&1; then
+  echo "bootstrap: $VENV has no pip (its creation was interrupted?): installing pip into it"
+  "$VENV/bin/python" -m ensurepip --upgrade >/dev/null || {
+    echo "bootstrap: could not install pip into $VENV: delete $VENV and run this again" >&2
+    exit 2; }
+  rm -f "$stamp"
+fi
 if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ requirements-test.txt -nt "$stamp" ] \
    || [ setup.py -nt "$stamp" ]; then
   echo "bootstrap: installing requirements (first run takes about a minute)"
