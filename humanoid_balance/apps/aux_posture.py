@@ -24,6 +24,7 @@ from humanoid_balance.exceptions import ConfigurationError
 from humanoid_balance.experiments.aux_posture import (
     LIMIT_MARGIN_DEG,
     MIN_TRIALS,
+    RATIO_TARGET,
     STEP_DEG,
     PostureSearch,
     PostureTrial,
@@ -108,7 +109,7 @@ def _metrics(result: PostureSearch) -> dict[str, dict[str, object]]:
     for name, t in (("start", result.start), ("best", result.best)):
         out[f"{name}_posture_deg"] = metric(f"[{_posture_text(t)}]", "deg")
         out[f"{name}_zmp_peak_mm"] = metric(round(t.peak_mm, 2), "mm", better="lower")
-        out[f"{name}_zmp_ratio"] = metric(round(result.ratio(t), 4), "", target=0.10,
+        out[f"{name}_zmp_ratio"] = metric(round(result.ratio(t), 4), "", target=RATIO_TARGET,
                                           better="lower")
         out[f"{name}_slip_mm"] = metric(round(t.slip_mm, 3), "mm", better="lower")
         out[f"{name}_yaw_mrad"] = metric(round(t.yaw_mrad, 3), "mrad", better="lower")
@@ -136,8 +137,9 @@ def _plot(out: Path, result: PostureSearch) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.plot(n, peak, ".", ms=4, label="trial's ZMP peak")
     ax.plot(n, np.minimum.accumulate(cost), "-", label="best cost so far (peak + penalties)")
-    ax.axhline(0.10 * result.no_rmc_peak_mm, ls="--", color="gray",
-               label=f"10 % of the peak without RMC ({result.no_rmc_peak_mm:.1f} mm)")
+    ax.axhline(RATIO_TARGET * result.no_rmc_peak_mm, ls="--", color="gray",
+               label=f"{100 * RATIO_TARGET:g} % of the peak without RMC "
+                     f"({result.no_rmc_peak_mm:.1f} mm)")
     ax.set_ylim(0, max(2.0 * result.start.peak_mm, 1.0))
     ax.set_xlabel("trial (MuJoCo strikes at each speed; none where the held rows are lost)")
     ax.set_ylabel("mm")

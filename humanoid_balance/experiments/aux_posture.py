@@ -39,6 +39,8 @@ from humanoid_balance.exceptions import ConfigurationError
 #: held rows inexact and per degree outside the search box: any of them costs more than the
 #: peak can gain (a posture that loses the held rows is not run in MuJoCo)
 PENALTY_MM_PER_UNIT = 10.0
+#: issue 14's bound on the strike's measured ZMP peak with RMC over the peak without
+RATIO_TARGET = 0.10
 #: default distance [deg] the searched angles keep from the aux arm's joint limits
 LIMIT_MARGIN_DEG = 10.0
 #: default size [deg] of the initial simplex's steps
@@ -139,6 +141,12 @@ def segment_distance(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray, q1: np.ndar
     The closest points' parameters minimise ``|p0 + s u - q0 - t v|`` over ``s, t`` in
     ``[0, 1]``: the unconstrained optimum clamped, then each parameter re-solved with the
     other fixed and clamped (the standard closed form for segments, exact).
+
+    Not coal (pinocchio's collision library, which the identification's clearance check
+    uses with the lunar arm's collision geometry): the humanoid URDF has no collision
+    geometry, and a coal distance between two zero-radius capsules placed on the segments
+    each sample gives the same value (within 1e-16 on 2000 random pairs, and the test
+    compares them) at about 10 times the cost (207 against 21 us per pair).
     """
     u, v, w = p1 - p0, q1 - q0, p0 - q0
     a, b, c = float(u @ u), float(u @ v), float(v @ v)
@@ -262,7 +270,7 @@ def search(model: Any, start_deg: Sequence[float], *,
     first: list[PostureTrial] = []
 
     def cost(x: np.ndarray) -> float:
-        inside = np.minimum(np.maximum(x, lo), hi)
+        inside = np.clip(x, lo, hi)
         clearance_mm, inexact = controller_checks(model, inside, speeds=speeds,
                                                   rate_hz=rate_hz, job_arm=job_arm)
         if first and inexact > 0:
@@ -286,7 +294,7 @@ def search(model: Any, start_deg: Sequence[float], *,
         """The penalties every trial pays: clearance below the start's, inexact cycles,
         degrees outside the box."""
         return (max(0.0, first[0].clearance_mm - t.clearance_mm) + t.inexact_cycles
-                + float(np.abs(x - np.minimum(np.maximum(x, lo), hi)).sum()))
+                + float(np.abs(x - np.clip(x, lo, hi)).sum()))
 
     def record(t: PostureTrial) -> float:
         trials.append(t)

@@ -69,6 +69,27 @@ def test_segment_distance_is_the_sampled_least_distance() -> None:
         assert exact <= sampled + 1e-12 and sampled - exact < 5e-3 * (1 + sampled), (exact, sampled)
 
 
+def test_segment_distance_is_coals_capsule_distance() -> None:
+    """An independent computation: coal's distance between zero-radius capsules on the
+    segments (built along each segment's own z axis)."""
+    import coal
+
+    def capsule(p0: np.ndarray, p1: np.ndarray) -> tuple[object, object]:
+        axis = p1 - p0
+        z = axis / np.linalg.norm(axis)
+        x = np.cross([1.0, 0.0, 0.0] if abs(z[0]) < 0.9 else [0.0, 1.0, 0.0], z)
+        x /= np.linalg.norm(x)
+        rotation = np.column_stack([x, np.cross(z, x), z])
+        return (coal.Capsule(0.0, float(np.linalg.norm(axis))),
+                coal.Transform3s(rotation, (p0 + p1) / 2.0))
+
+    rng = np.random.default_rng(11)
+    for p0, p1, q0, q1 in (rng.normal(size=(4, 3)) * 0.2 for _ in range(200)):
+        (a, ta), (b, tb) = capsule(p0, p1), capsule(q0, q1)
+        expected = coal.distance(a, ta, b, tb, coal.DistanceRequest(), coal.DistanceResult())
+        assert segment_distance(p0, p1, q0, q1) == pytest.approx(expected, abs=1e-12)
+
+
 def test_the_arm_clearance_is_the_arms_least_distance(model: RobotModel) -> None:
     """Standing, the arms' centre lines are about the shoulders' distance apart; in the strike
     the hands come closer (the job hand crosses in front of the chest)."""
