@@ -10,9 +10,16 @@ drives. It owns the safety logic of issue 5:
   the motor references are clamped into the joint range again every period, so no
   target beyond a limit is ever sent;
 * the command stays live until ``max(receipt, last point time) + command_timeout``;
-  after that the controller makes a controlled stop (the motor rates ramp down at
-  ``stop_deceleration_rad_s2``, then the servo holds the position), detected in the
-  first servo period after the deadline;
+  after that the controller makes a controlled stop, detected in the first servo
+  period after the deadline;
+* a controlled stop (:meth:`WaistController.stop`, the command timeout) is a reference
+  too: the joints brake from where the reference is, as it moves, to rest within
+  ``acceleration_limit_rad_s2``, together (the direction kept) and each resting before
+  a range edge ahead (:mod:`humanoid_balance.core.braking`); the integrals and the outer
+  loop keep working during it, and the servo then holds where it ended. A stop before a
+  disable (``final``) also refuses every command until the next enable, so that a
+  command arriving meanwhile cannot start the waist again while the drives are about
+  to be disabled;
 * a drive that sends no feedback for ``feedback_timeout_s``, a drive fault bit, a
   bus-off, or a failure of the bus receive thread puts the controller in ``FAULT``:
   both drives are sent ``DISABLE`` (their holding brakes engage) and the reason is
@@ -25,7 +32,12 @@ drives. It owns the safety logic of issue 5:
 * a current limit beyond what ``WaistCurrentCmd`` can carry (the DBC range) is
   refused when the controller is built, not met mid-motion;
 * enabling starts from the measured motor positions with zero velocity; an old
-  trajectory or setpoint is never resumed;
+  trajectory or setpoint is never resumed; a waist more than
+  :data:`ENABLE_RANGE_TOLERANCE_RAD` outside its joint range is not enabled (holding it
+  would step the reference to the edge), and a send that fails during the enable
+  disables both drives again before the error is raised (no drive is left enabled, its
+  brake released, while the controller is idle); a drive that reports enabled while the
+  controller is idle or faulted is sent ``DISABLE`` again;
 * the two integrals that shift the reference (the outer loop's inclinometer offset, the
   encoder-error integral that removes the servo's droop under load) are bounded
   (:data:`OFFSET_LIMIT_RAD`, :data:`DROOP_LIMIT_RAD`) and frozen while a motor is held
@@ -65,6 +77,7 @@ from humanoid_balance.can.protocol import (
     WaistProtocol,
 )
 from humanoid_balance.core.blended_trajectory import BlendedTrajectory
+from humanoid_balance.core.braking import StopPlan, plan_stop
 from humanoid_balance.core.bus_load import BusLoad, check_bus_load
 from humanoid_balance.core.servo import EncoderVelocity, MotorServo, ServoGains
 from humanoid_balance.core.waist_kinematics import DifferentialWaist, RmrcOuterLoop
@@ -89,6 +102,13 @@ OFFSET_LIMIT_RAD = math.radians(1.0)
 #: rad, an encoder error (reference with its offsets minus the encoders) beyond which the motors
 #: are held back (saturated current, a starved or braked drive): both integrals then freeze
 HELD_BACK_RAD = math.radians(1.0)
+#: rad, how far outside its joint range the waist may be and still be enabled (the hold is then
+#: clamped to the edge: a step of at most this); further out, enable refuses (measured: from
+#: 7 deg outside, the step to the edge reached 64 deg/s and saturated the current)
+ENABLE_RANGE_TOLERANCE_RAD = math.radians(0.2)
+#: servo periods between two DISABLE frames to a drive that reports enabled while the
+#: controller is idle or faulted (its feedback lags the first one by a period or two)
+REDISABLE_EVERY = 25
 
 
 class ControllerState(Enum):
@@ -117,10 +137,10 @@ class WaistControllerConfig:
         command_timeout_s: command life after its end (see module doc).
         feedback_timeout_s: drive silence taken as a lost drive.
         inclinometer_timeout_s: older inclinometer samples are not used (encoders instead).
-        stop_deceleration_rad_s2: motor deceleration of a controlled stop.
         limit_policy: ``refuse`` or ``clamp`` for trajectory points beyond the range.
         velocity_limit_rad_s: joint speed bound of the shaped reference (URDF: 60 deg/s).
-        acceleration_limit_rad_s2: joint acceleration bound of the shaped reference.
+        acceleration_limit_rad_s2: joint acceleration bound of the shaped reference (commands,
+            clamps and controlled stops).
         droop_gain_per_s: gain of the integral of the encoders' error (the servo's static
             error under load; 0 = none), 1/s.
         bitrate: bus bit rate for the load check, bit/s.
@@ -135,7 +155,6 @@ class WaistControllerConfig:
     command_timeout_s: float = 0.5
     feedback_timeout_s: float = 0.01
     inclinometer_timeout_s: float = 0.1
-    stop_deceleration_rad_s2: float = 50.0
     limit_policy: str = "refuse"
     velocity_limit_rad_s: float = math.radians(60.0)
     acceleration_limit_rad_s2: float = math.radians(30.0)
@@ -149,7 +168,7 @@ class WaistControllerConfig:
             raise ConfigurationError(
                 f"outer_rate must be in (0, servo_rate = {servo_rate:g}] Hz, got {self.outer_rate_hz}")
         for name in ("command_timeout_s", "feedback_timeout_s", "inclinometer_timeout_s",
-                     "stop_deceleration_rad_s2", "velocity_limit_rad_s",
+                     "velocity_limit_rad_s",
                      "acceleration_limit_rad_s2", "outer_gain_per_s", "droop_gain_per_s"):
             value = getattr(self, name)
             if not math.isfinite(value) or (value <= 0.0 and not name.endswith("gain_per_s")) \
@@ -337,6 +356,14 @@ class WaistController:
         self._enable_requested_s = -math.inf
         self._on_inclinometer = False  # the outer loop's measurement is a fresh inclinometer sample
         self._saturated = False  # a servo's current saturated in the last period
+        #: a controlled stop: the path it brakes from (None: from a hold), its plan (None until
+        #: the next servo period makes it, on that period's time) and the plan's start time
+        self._stop_from: WaistTrajectory | None = None
+        self._stop_plan: StopPlan | None = None
+        self._stop_start_s = 0.0
+        #: a stop before a disable was requested: commands are refused until the next enable
+        self._commands_closed = False
+        self._redisable_cycle = -REDISABLE_EVERY  # when DISABLE was last re-sent (servo period)
 
     @property
     def cycles(self) -> int:
@@ -387,7 +414,15 @@ class WaistController:
             raise CanBusError(
                 "cannot enable: no fresh feedback from both drives; check the bus and the drives "
                 "(the loop polls them while disabled)")
+        outside = self._outside_range(_mul(self._j_qw, theta))
+        if outside:
+            raise InvalidInputError(
+                f"cannot enable: {outside}, more than {math.degrees(ENABLE_RANGE_TOLERANCE_RAD):g} "
+                "deg outside the joint range: holding it would step the waist to the edge; "
+                "configure limits that include this pose, then command it into the range")
         self._trajectory = None
+        self._stop_from, self._stop_plan = None, None
+        self._commands_closed = False
         # feedback received after the second servo period's setpoint must say enabled (set then:
         # an answer to a setpoint sent before the enable may be received after it, and late when
         # the loop is starved, so the time of the request says nothing)
@@ -402,9 +437,15 @@ class WaistController:
         self._saturated = False
         for servo in self.servos:
             servo.reset()
-        for node in self.nodes:
-            self.bus.send_control(node, ControlCommand.MODE_CURRENT)
-            self.bus.send_control(node, ControlCommand.ENABLE)
+        try:
+            for node in self.nodes:
+                self.bus.send_control(node, ControlCommand.MODE_CURRENT)
+                self.bus.send_control(node, ControlCommand.ENABLE)
+        except CanBusError:
+            # a drive that took its ENABLE would hold nothing (the controller stays idle and
+            # polls with zero current) with its brake released: disable both again
+            self._disable_drives()
+            raise
         self.state = ControllerState.HOLDING
 
     def disable(self) -> None:
@@ -413,12 +454,34 @@ class WaistController:
         if self.state != ControllerState.FAULT:
             self.state = ControllerState.IDLE
         self._trajectory = None
+        self._stop_from, self._stop_plan = None, None
 
-    def stop(self) -> None:
-        """Request a controlled stop (ramp the motor rates to zero, then hold)."""
+    def stop(self, final: bool = False) -> None:
+        """Request a controlled stop: the reference brakes to rest, then holds (module doc).
+
+        Args:
+            final: the stop before a disable: every command is refused until the next
+                :meth:`enable` (one arriving meanwhile would start the waist again).
+        """
+        if final:
+            self._commands_closed = True
         if self.state in (ControllerState.RUNNING, ControllerState.HOLDING):
-            self._trajectory = None
-            self.state = ControllerState.STOPPING
+            self._begin_stop()
+
+    def _begin_stop(self) -> None:
+        """STOPPING from the path followed now (planned on the next servo period's time)."""
+        self._stop_from = self._trajectory if self.state == ControllerState.RUNNING else None
+        self._stop_plan = None
+        self._trajectory = None
+        self.state = ControllerState.STOPPING
+
+    def stop_time_bound_s(self) -> float:
+        """The longest a controlled stop can take with the present limits [s].
+
+        The shaped reference moves at most at ``velocity_limit_rad_s``; a stop brakes the
+        fastest joint at ``acceleration_limit_rad_s2`` (an edge only shortens it).
+        """
+        return self.config.velocity_limit_rad_s / self.config.acceleration_limit_rad_s2
 
     def drives_report_enabled(self, since_s: float) -> bool:
         """Both drives' feedback, received after ``since_s``, says enabled and no fault."""
@@ -508,6 +571,11 @@ class WaistController:
         if self.state not in ENABLED_STATES:
             return TrajectoryResult(False, False,
                                     f"refused: the waist is {self.state.value}, enable it first")
+        if self._commands_closed:
+            return TrajectoryResult(False, False,
+                                    "refused: the waist is stopping before its drives are "
+                                    "disabled (deactivate or /waist/enable false); enable it "
+                                    "again first")
         lo = np.array([self.waist.pitch_limits_rad[0], self.waist.roll_limits_rad[0]])
         hi = np.array([self.waist.pitch_limits_rad[1], self.waist.roll_limits_rad[1]])
         outside = np.argwhere((pos < lo - 1e-12) | (pos > hi + 1e-12))
@@ -546,6 +614,7 @@ class WaistController:
             message += (f"; slowed to the joints' limits: the last point is reached "
                         f"{path.stretched_s:.3f} s late")
         self._trajectory = WaistTrajectory(path, now_s)
+        self._stop_from, self._stop_plan = None, None
         self._command_received_s = now_s
         self._command_deadline_s = max(now_s, self._trajectory.end_s) + self.config.command_timeout_s
         self.state = ControllerState.RUNNING
@@ -561,12 +630,22 @@ class WaistController:
         if self.state == ControllerState.RUNNING and self._trajectory is not None:
             q, qd = self._trajectory.sample_pair(now_s)
             return self._clamp_joint(q), qd
-        if self.state == ControllerState.HOLDING:
+        if self.state == ControllerState.STOPPING:
+            return self._stop_reference(now_s)
+        return self._hold_q, ZERO
+
+    def _stop_reference(self, now_s: float) -> tuple[Pair, Pair]:
+        """A controlled stop's reference at ``now_s``: its plan, or (not planned yet) the path
+        it brakes from (the hold's position for a stop from a hold)."""
+        plan = self._stop_plan
+        if plan is not None:
+            (q0, q1), (v0, v1) = plan.sample(now_s - self._stop_start_s)
+            return (q0, q1), (v0, v1)
+        source = self._stop_from
+        if source is None:
             return self._hold_q, ZERO
-        # stopping: the motor reference less the inclinometer offset (which it keeps)
-        q_ref, offset, droop = self._q_ref, self._offset, self._droop
-        return ((q_ref[0] - offset[0] - droop[0], q_ref[1] - offset[1] - droop[1]),
-                _mul(self._j_qw, self._motor_rate))
+        q, qd = source.sample_pair(now_s)
+        return self._clamp_joint(q), qd
 
     def update(self, *, outer_gain_per_s: float | None = None, limit_policy: str | None = None,
                command_timeout_s: float | None = None,
@@ -623,8 +702,7 @@ class WaistController:
                 self.messages.append(
                     f"no command for {self.config.command_timeout_s:.3f} s after the last one "
                     "ended: controlled stop")
-                self._trajectory = None
-                self.state = ControllerState.STOPPING
+                self._begin_stop()
             try:
                 sent = self._servo(theta, omega, fresh, q_encoders, q_meas, now_s)
             except CanBusOffError as exc:  # the bus went off after the safety check
@@ -639,6 +717,7 @@ class WaistController:
             except CanBusError as exc:  # another failed poll is retried next period
                 if isinstance(exc, CanBusOffError) and self.state != ControllerState.FAULT:
                     self._fault(str(exc))
+            self._disable_stray_drives(samples, now_s)
         if self.state in ENABLED_STATES:
             q_ref = self._q_ref
             error = (q_ref[0] - q_meas[0], q_ref[1] - q_meas[1])
@@ -738,11 +817,17 @@ class WaistController:
         if not (math.isfinite(theta[0]) and math.isfinite(theta[1])):
             raise InvalidInputError("motor positions are not finite")
         running = self.state == ControllerState.RUNNING and self._trajectory is not None
-        if running or self.state == ControllerState.HOLDING:
+        stopping = self.state == ControllerState.STOPPING
+        if stopping:
+            stopping = self._step_stop(now_s)
+        if running or stopping or self.state == ControllerState.HOLDING:
             # the shaped reference every period (feed-forward); the inclinometer feedback of the
-            # outer loop at the outer rate, integrated into a joint offset (a hold is a path at rest)
+            # outer loop at the outer rate, integrated into a joint offset (a hold is a path at
+            # rest, a stop a path braking to rest)
             if self._trajectory is not None and running:
                 q_ref, qd_ref = self._trajectory.sample_pair(now_s)
+            elif stopping:
+                q_ref, qd_ref = self._stop_reference(now_s)
             else:
                 q_ref, qd_ref = self._hold_q, ZERO
             if self._cycle % self._outer_every == 0 or self._enabled_cycles == 1:
@@ -751,7 +836,9 @@ class WaistController:
                     # to an outer period old: compared with the present reference, a moving waist
                     # would look late by as much and the offset would wind up)
                     q_then = (self._trajectory.sample_pair(self._measured_at_s)[0]
-                              if running and self._trajectory is not None else q_ref)
+                              if running and self._trajectory is not None
+                              else self._stop_reference(self._measured_at_s)[0] if stopping
+                              else q_ref)
                     rates = self.outer.step(q_then, ZERO, q_meas).motor_rates  # type: ignore[arg-type]
                     self._offset_rate = _mul(self._j_qw, (float(rates[0]), float(rates[1])))
                 else:
@@ -783,22 +870,30 @@ class WaistController:
             self._theta_ref, self._q_ref = self._clamp_motor_reference(_mul(
                 self._j_qw_inv, (q_ref[0] + offset[0] + droop[0], q_ref[1] + offset[1] + droop[1])))
             return self._send_servo(theta, omega, fresh)
-        elif self.state == ControllerState.STOPPING:
-            step = self.config.stop_deceleration_rad_s2 * dt
-            rate = self._motor_rate
-            self._motor_rate = (_ramp_down(rate[0], step), _ramp_down(rate[1], step))
-            if not (self._motor_rate[0] or self._motor_rate[1]):
-                self.state = ControllerState.HOLDING
-                q_ref, offset, droop = self._q_ref, self._offset, self._droop
-                self._hold_q = (q_ref[0] - offset[0] - droop[0], q_ref[1] - offset[1] - droop[1])
-                self._offset_rate = ZERO
-                self._droop_rate = ZERO
-        else:
-            self._motor_rate = ZERO
+        # RUNNING without a path (not reached: every RUNNING has one): stay where the reference is
+        self._motor_rate = ZERO
         theta_ref, rate = self._theta_ref, self._motor_rate
         self._theta_ref, self._q_ref = self._clamp_motor_reference(
             (theta_ref[0] + rate[0] * dt, theta_ref[1] + rate[1] * dt))
         return self._send_servo(theta, omega, fresh)
+
+    def _step_stop(self, now_s: float) -> bool:
+        """A controlled stop's period: planned on its first (from the reference then), HOLDING
+        once it rests. Whether it still brakes."""
+        plan = self._stop_plan
+        if plan is None:
+            q0, v0 = self._stop_reference(now_s)
+            (p_lo, p_hi), (r_lo, r_hi) = self.waist.pitch_limits_rad, self.waist.roll_limits_rad
+            plan = plan_stop(q0, v0, self.config.acceleration_limit_rad_s2, (p_lo, r_lo),
+                             (p_hi, r_hi))
+            self._stop_plan, self._stop_start_s, self._stop_from = plan, now_s, None
+        if now_s - self._stop_start_s < plan.duration_s:
+            return True
+        end = plan.end_position
+        self._hold_q = (end[0], end[1])
+        self._stop_plan = None
+        self.state = ControllerState.HOLDING
+        return False
 
     def _held_back(self, encoder_error: Pair, fresh: tuple[bool, bool]) -> bool:
         """Whether a motor cannot follow its reference now (the integrals must not grow).
@@ -839,12 +934,38 @@ class WaistController:
         (p_lo, p_hi), (r_lo, r_hi) = self.waist.pitch_limits_rad, self.waist.roll_limits_rad
         return min(max(q[0], p_lo), p_hi), min(max(q[1], r_lo), r_hi)
 
+    def _disable_stray_drives(self, samples: tuple[FeedbackSample | None, FeedbackSample | None],
+                              now_s: float) -> None:
+        """Disabled: a drive whose fresh feedback says enabled is sent DISABLE again (at most
+        every :data:`REDISABLE_EVERY` periods): nothing holds it, its brake is released."""
+        stray = [node for node, sample in zip(self.nodes, samples, strict=True)
+                 if sample is not None and sample.feedback.enabled
+                 and now_s - sample.stamp_s <= self.config.feedback_timeout_s]
+        if not stray or self._cycle - self._redisable_cycle < REDISABLE_EVERY:
+            return
+        self._redisable_cycle = self._cycle
+        self.messages.append(f"drive(s) {stray} report enabled while the controller is "
+                             f"{self.state.value}: DISABLE sent again")
+        self._disable_drives()
+
+    def _outside_range(self, q: Pair) -> str:
+        """Which joint is more than :data:`ENABLE_RANGE_TOLERANCE_RAD` outside its range, and by how
+        much ("" when none)."""
+        tolerance = ENABLE_RANGE_TOLERANCE_RAD
+        for name, value, (lo, hi) in (("pitch", q[0], self.waist.pitch_limits_rad),
+                                      ("roll", q[1], self.waist.roll_limits_rad)):
+            if not lo - tolerance <= value <= hi + tolerance:
+                return (f"{name} is at {math.degrees(value):.2f} deg, range "
+                        f"[{math.degrees(lo):.1f}, {math.degrees(hi):.1f}] deg")
+        return ""
+
     def _fault(self, reason: str) -> None:
         self._clear_requested_s = None
         self.state = ControllerState.FAULT
         self.fault_reason = reason
         self.messages.append(f"FAULT: {reason}; both drives disabled")
         self._trajectory = None
+        self._stop_from, self._stop_plan = None, None
         self._motor_rate = ZERO
         self._disable_drives()
 
@@ -867,13 +988,6 @@ def _mul(matrix: tuple[Pair, Pair], vector: Pair) -> Pair:
     (a, b), (c, d) = matrix
     x, y = vector
     return a * x + b * y, c * x + d * y
-
-
-def _ramp_down(rate: float, step: float) -> float:
-    """``sign(rate) * max(|rate| - step, 0)``: one step of a controlled stop's ramp, rad/s."""
-    sign = 1.0 if rate > 0.0 else -1.0 if rate < 0.0 else 0.0 if rate == 0.0 else math.nan
-    magnitude = abs(rate) - step
-    return sign * (magnitude if magnitude > 0.0 or math.isnan(magnitude) else 0.0)
 
 
 def _integrate(value: Pair, rate: Pair, dt: float, limit: float) -> tuple[Pair, Pair]:

@@ -89,6 +89,7 @@ import math
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -151,6 +152,12 @@ WARN_PERIOD_S = 2.0
 ENABLE_TIMEOUT_S = 0.3
 #: servo periods each of those waits lasts at least (a starved loop runs fewer in 0.3 s)
 ENABLE_MIN_PERIODS = 50
+#: s, beyond the longest a controlled stop can take (velocity_limit / acceleration_limit), before
+#: a stop that has not ended is given up and the drives are disabled moving (a stalled servo)
+STOP_WAIT_MARGIN_S = 0.5
+#: s, the longest a deactivate or /waist/enable false waits for the stop (the limits allow
+#: stops of minutes: a lifecycle transition must end)
+STOP_WAIT_MAX_S = 30.0
 #: test-only, with ``simulated_drives``: std_msgs/String faults of the simulated drives
 #: (``fault N [CODE] [persist]``, ``remove_cause N``, ``silent N``, ``answer N``,
 #: ``drop N P``, ``bus_off``, ``frame ID HEXDATA``, ``error_frame``); a real bus has no such
@@ -239,6 +246,9 @@ class WaistControllerNode(LifecycleNode):
         #: thread); the controller's clock is monotonic minus this
         self._lag_s = 0.0
         self._requests: list[Callable[[float], None]] = []  # run by the servo thread
+        #: the lifecycle state is active: only then may /waist/enable enable the drives
+        self._lifecycle_active = False
+        self._servo_failure = ""  # why the servo thread ended on an exception ("" while it runs)
 
     # --- parameters -------------------------------------------------------------------
 
@@ -264,7 +274,6 @@ class WaistControllerNode(LifecycleNode):
             command_timeout_s=float(self._param("command_timeout")),
             feedback_timeout_s=float(self._param("feedback_timeout")),
             inclinometer_timeout_s=float(self._param("inclinometer_timeout")),
-            stop_deceleration_rad_s2=float(self._param("stop_deceleration")),
             limit_policy=str(self._param("limit_policy")), bitrate=int(self._param("can.bitrate")),
             velocity_limit_rad_s=math.radians(float(self._param("velocity_limit"))),
             acceleration_limit_rad_s2=math.radians(float(self._param("acceleration_limit"))),
@@ -337,25 +346,30 @@ class WaistControllerNode(LifecycleNode):
         if error:
             self.get_logger().error(f"activate failed: {error}")
             return TransitionCallbackReturn.FAILURE
+        self._lifecycle_active = True
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Controlled stop, then disable the drives (brakes engage)."""
+        self._lifecycle_active = False
         self._controlled_stop_then_disable()
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Disable, stop the servo thread, close the bus, drop topics and services."""
+        self._lifecycle_active = False
         self._teardown()
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Same as cleanup."""
+        self._lifecycle_active = False
         self._teardown()
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Disable the drives and release everything."""
+        self._lifecycle_active = False
         self._teardown()
         return TransitionCallbackReturn.SUCCESS
 
@@ -470,23 +484,39 @@ class WaistControllerNode(LifecycleNode):
         return answer[0]
 
     def _controlled_stop_then_disable(self) -> None:
+        """A final controlled stop (commands refused from now on), then disable the drives.
+
+        Waits for the stop as long as it can take with the present limits
+        (:meth:`WaistController.stop_time_bound_s`, plus :data:`STOP_WAIT_MARGIN_S`, at most
+        :data:`STOP_WAIT_MAX_S`); a stop still running then (a stalled servo thread) is
+        given up with an error and the drives are disabled (their brakes engage).
+        """
         ctl = self.controller
         if ctl is None:
             return
         with self._lock:
-            ctl.stop()
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            with self._lock:
-                if ctl.state not in (ControllerState.RUNNING, ControllerState.STOPPING):
-                    break
+            ctl.stop(final=True)
+            wait_s = min(ctl.stop_time_bound_s() + STOP_WAIT_MARGIN_S, STOP_WAIT_MAX_S)
+        deadline = time.monotonic() + wait_s
+        stopped = False
+        while not stopped and time.monotonic() < deadline:
             time.sleep(0.005)
+            with self._lock:
+                stopped = ctl.state not in (ControllerState.RUNNING, ControllerState.STOPPING)
         with self._lock:
+            if not stopped and ctl.state in (ControllerState.RUNNING, ControllerState.STOPPING):
+                self.get_logger().error(
+                    f"the controlled stop did not end within {wait_s:.2f} s: disabling the "
+                    "drives with the waist moving (their brakes engage)")
             ctl.disable()
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         if self.controller is None:
             response.success, response.message = False, "not configured"
+        elif request.data and not self._lifecycle_active:
+            response.success = False
+            response.message = ("the node is not active: activate it (lifecycle) to enable the "
+                                "drives; /waist/enable only re-enables an active node's drives")
         elif request.data:
             error = self._enable()
             response.success = not error
@@ -603,11 +633,26 @@ class WaistControllerNode(LifecycleNode):
 
     def _start_thread(self) -> None:
         self._stop_thread.clear()
+        self._servo_failure = ""
         self._thread = threading.Thread(target=self._servo_loop, name=SERVO_THREAD_NAME,
                                         daemon=True)
         self._thread.start()
 
     def _servo_loop(self) -> None:
+        """The servo thread: :meth:`_servo_periods`; if they end on an exception, the drives are
+        disabled (brakes on: nothing would feed them setpoints any more) and /diagnostics reports
+        it as an ERROR from then on."""
+        try:
+            self._servo_periods()
+        except Exception as exc:
+            self._servo_failure = f"the servo thread stopped: {exc!r}; drives disabled"
+            with self._lock:
+                ctl = self.controller
+                if ctl is not None:
+                    ctl.disable()
+            self.get_logger().error(f"{self._servo_failure}\n{traceback.format_exc()}")
+
+    def _servo_periods(self) -> None:
         ctl = self.controller
         if ctl is None:
             return
@@ -774,6 +819,8 @@ class WaistControllerNode(LifecycleNode):
             summary.update(inclinometer_age_s=age_s,
                            inclinometer_used=age_s <= ctl.config.inclinometer_timeout_s)
         text = f"FAULT: {reason}" if reason else state.value
+        if self._servo_failure:
+            level, text = ERROR, self._servo_failure
         if level == OK and self._command_problem:  # until a good command comes
             level, text = WARN, f"{state.value}; last /waist/command {self._command_problem}"
         self._publish_diagnostic(self.pub_diag, diagnostic_array(
@@ -794,7 +841,14 @@ class WaistControllerNode(LifecycleNode):
             self._thread.join(timeout=1.0)
             self._thread = None
         if ctl is not None:
-            ctl.disable()
+            # with the servo thread's lock when it can be had (a thread that did not end within
+            # its join may hold it): disabled either way
+            locked = self._lock.acquire(timeout=0.5)
+            try:
+                ctl.disable()
+            finally:
+                if locked:
+                    self._lock.release()
         if self.bus is not None:
             self.bus.close()
         for sub in self._subs:

@@ -101,7 +101,7 @@ SPEC = ParamSpec("waist_controller", [
     Param("velocity_limit", 60.0, "joint speed limit of the shaped reference (URDF: 60 deg/s)",
           "deg/s", **_POS, maximum=1000.0, dynamic=True),
     Param("acceleration_limit", 30.0, "joint acceleration limit of the shaped reference "
-          "(commands, clamps and stops are blended within it)", "deg/s^2", **_POS,
+          "(commands and clamps are blended within it; a controlled stop brakes at it)", "deg/s^2", **_POS,
           maximum=100000.0, dynamic=True),
     Param("limit_policy", "refuse", "commands beyond the joint range: refuse them, or clamp "
           "the path at the range's edge", choices=("refuse", "clamp"), dynamic=True),
@@ -110,8 +110,6 @@ SPEC = ParamSpec("waist_controller", [
     Param("feedback_timeout", 0.01, "drive silence that disables both drives", "s", **_POS),
     Param("inclinometer_timeout", 0.1, "older inclinometer samples: the encoders are used", "s",
           **_POS, maximum=3600.0, dynamic=True),
-    Param("stop_deceleration", 50.0, "motor deceleration of a controlled stop", "rad/s^2",
-          **_POS),
     Param("publish_rate", 100.0, "/joint_states and /waist/tracking_error", "Hz", **_POS),
     Param("diagnostics_rate", 10.0, "/waist/motor_states and /diagnostics", "Hz", **_POS),
     Param("spin_margin", 0.0003, "the servo thread busy-waits this long before each deadline",

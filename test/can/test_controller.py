@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from humanoid_balance.can.controller import WaistTrajectory, _integrate, _ramp_down
+from humanoid_balance.can.controller import WaistTrajectory, _integrate
 from humanoid_balance.core.blended_trajectory import BlendedTrajectory
 
 
@@ -45,11 +45,3 @@ def test_integrate_equals_the_clipped_array_step() -> None:
         expected = (tuple(new.tolist()), tuple(((new - value) / 0.002).tolist()))
         assert _integrate((float(value[0]), float(value[1])), (float(rate[0]), float(rate[1])),
                           0.002, 0.0087) == expected
-
-
-@pytest.mark.parametrize("rate", [2.5, -2.5, 0.05, -0.05, 0.1, 0.0, -0.0])
-def test_ramp_down_equals_the_array_ramp(rate: float) -> None:
-    """_ramp_down is sign(rate) * max(|rate| - step, 0) as numpy computes it, signed zeros included."""
-    expected = float(np.sign(rate) * np.maximum(np.abs(rate) - 0.1, 0.0))
-    got = _ramp_down(rate, 0.1)
-    assert got == expected and math.copysign(1.0, got) == math.copysign(1.0, expected)

@@ -22,7 +22,12 @@ from humanoid_balance.can.controller import (
 from humanoid_balance.can.protocol import FaultCode
 from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
 from humanoid_balance.core.servo import ServoGains
-from humanoid_balance.exceptions import BusLoadError, CanBusError, ConfigurationError
+from humanoid_balance.exceptions import (
+    BusLoadError,
+    CanBusError,
+    ConfigurationError,
+    InvalidInputError,
+)
 
 DT = 0.002
 _channels = itertools.count()
@@ -122,6 +127,201 @@ def test_controlled_stop_ends_holding_with_drives_enabled(rig: Rig) -> None:
     assert rig.ctl.state == ControllerState.HOLDING
     assert all(d.enabled for d in rig.sim.drives)
     assert np.max(np.abs(rig.sim.motor_velocities())) < 0.5
+
+
+def _stop_while_moving(r: Rig, target_deg: tuple[float, float], stop_at_pitch_deg: float,
+                       ) -> tuple[np.ndarray, np.ndarray, list[CycleOutput]]:
+    """Command ``target_deg`` (as fast as the limits allow), stop once the shaped pitch passes
+    ``stop_at_pitch_deg``; the stop's outputs until HOLDING (and 0.3 s on), and the reference
+    position and velocity at the stop."""
+    assert r.ctl.set_trajectory(np.array([0.05]), np.radians([target_deg]), r.now).accepted
+    r.run_until(lambda: r.outputs[-1].shaped_reference_rad[0] >= math.radians(stop_at_pitch_deg),
+                3000)
+    q0, v0 = (np.array(v) for v in r.ctl._reference_pair(r.now))
+    r.ctl.stop()
+    first = len(r.outputs)
+    r.run_until(lambda: r.ctl.state == ControllerState.HOLDING, 3000)
+    r.run(150)
+    return q0, v0, r.outputs[first:]
+
+
+def _print_stop(label: str, r: Rig, q0: np.ndarray, v0: np.ndarray,
+                outs: list[CycleOutput]) -> None:
+    """The stop's figures (``pytest -s``; the README's row)."""
+    a = r.ctl.config.acceleration_limit_rad_s2
+    braking = [o for o in outs if o.state == ControllerState.STOPPING]
+    shaped_v = np.array([o.shaped_velocity_rad_s for o in braking])
+    moving = shaped_v[np.linalg.norm(shaped_v, axis=1) > 1e-3]
+    direction = np.degrees(np.max(np.abs(np.arctan2(moving[:, 0] * v0[1] - moving[:, 1] * v0[0],
+                                                      moving @ v0))))
+    pitch = np.array([o.joint_position_rad[0] for o in outs])
+    print(f"\n{label}: stopped at {np.degrees(q0).round(2)} deg moving {np.degrees(v0).round(2)} "
+          f"deg/s; braking {len(braking) * DT:.3f} s (|v|max / a {np.max(np.abs(v0)) / a:.3f} s), "
+          f"largest {math.degrees(np.max(np.abs(np.diff(shaped_v, axis=0)))) / DT:.2f} deg/s^2 "
+          f"(limit {math.degrees(a):.0f}), direction error {direction:.1e} deg; the waist "
+          f"{math.degrees(np.max(pitch) - outs[-1].shaped_reference_rad[0]):.4f} deg past the "
+          f"rest, largest pitch {math.degrees(np.max(pitch)):.2f} deg")
+
+
+@pytest.mark.parametrize("loaded", [False, True], ids=["unloaded", "25 kg torso"])
+def test_controlled_stop_brakes_within_the_acceleration_limit_keeping_the_direction(
+        loaded: bool) -> None:
+    """A stop at speed: the reference brakes both joints together at the acceleration limit
+    (the path's direction kept), the waist rests where the reference does, within 0.02 deg
+    (issue 14)."""
+    r = _make_rig(torso=TorsoLoad(), initial=(math.radians(20.0), 0.0)) if loaded else _make_rig()
+    try:
+        a = r.ctl.config.acceleration_limit_rad_s2
+        q0, v0, outs = _stop_while_moving(r, (44.0, 10.0) if loaded else (30.0, 10.0),
+                                          30.0 if loaded else 12.0)
+        _print_stop("25 kg torso" if loaded else "unloaded", r, q0, v0, outs)
+        assert np.linalg.norm(v0) > math.radians(18.0)  # moving fast when stopped
+        braking = [o for o in outs if o.state == ControllerState.STOPPING]
+        shaped_v = np.array([o.shaped_velocity_rad_s for o in braking])
+        # every period's velocity change within a dt (a rounding above it at most)
+        assert np.max(np.abs(np.diff(shaped_v, axis=0))) <= a * DT * (1 + 1e-9)
+        # the direction of the braking velocity is the direction at the stop
+        moving = shaped_v[np.linalg.norm(shaped_v, axis=1) > 1e-3]
+        cross = moving[:, 0] * v0[1] - moving[:, 1] * v0[0]
+        assert np.max(np.abs(cross / (np.linalg.norm(moving, axis=1) * np.linalg.norm(v0)))) < 1e-9
+        # it lasts |v0|max / a (within a period), and the path rests where it brakes to
+        assert len(braking) * DT == pytest.approx(np.max(np.abs(v0)) / a, abs=2 * DT)
+        end = q0 + v0 * (np.max(np.abs(v0)) / a) / 2
+        np.testing.assert_allclose(outs[-1].shaped_reference_rad, end, atol=1e-9)
+        # the waist follows without overshooting the rest position
+        pitch = np.array([o.joint_position_rad[0] for o in outs])
+        assert math.degrees(np.max(pitch) - end[0]) <= 0.02
+        assert np.degrees(np.max(np.abs(r.sim.joint_velocities()))) < 0.1
+        assert r.ctl.state == ControllerState.HOLDING
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
+def test_controlled_stop_at_a_high_acceleration_limit_stays_in_the_range() -> None:
+    """acceleration_limit 300 deg/s^2, stopped at 25 deg pitch moving 57 deg/s toward the 45 deg
+    edge: the reference brakes at 300 deg/s^2 and the waist rests 5.4 deg on, near the
+    reference's rest. Before, the stop ramped the motors at stop_deceleration (28.6 deg/s^2 at the
+    joint) into the edge, where the range clamp stopped the reference in one period: the pitch
+    peaked at 48.3 deg, 3.3 deg past the limit (the audit's case)."""
+    a = math.radians(300.0)
+    r = _make_rig(acceleration_limit_rad_s2=a, initial=(math.radians(-4.0), 0.0))
+    try:
+        q0, v0, outs = _stop_while_moving(r, (44.0, 0.0), 25.0)
+        _print_stop("acceleration_limit 300 deg/s^2", r, q0, v0, outs)
+        assert math.degrees(v0[0]) > 55.0
+        rest = q0[0] + v0[0] ** 2 / (2 * a)
+        shaped = np.array([o.shaped_reference_rad[0] for o in outs])
+        shaped_v = np.array([o.shaped_velocity_rad_s[0] for o in outs
+                             if o.state == ControllerState.STOPPING])
+        assert np.max(np.abs(np.diff(shaped_v))) <= a * DT * (1 + 1e-9)
+        assert np.max(shaped) == pytest.approx(rest, abs=1e-9)
+        measured = np.array([o.joint_position_rad[0] for o in outs])
+        # at ten times the default limit the paper's servo gains lag more than issue 14's 0.02
+        # deg (that bound is the default-limit test's above): measured 0.021 deg past the rest
+        assert math.degrees(np.max(measured) - rest) <= 0.05
+        assert math.degrees(np.max(measured)) < 45.0 - 10.0
+        assert r.ctl.state == ControllerState.HOLDING
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
+def test_final_stop_refuses_commands_until_the_next_enable(rig: Rig) -> None:
+    """After stop(final=True) (deactivate, /waist/enable false) a command is refused, even one
+    planned before the disable; after disable and enable commands are taken again."""
+    assert rig.ctl.set_trajectory(np.array([1.0]), np.radians([[5.0, 0.0]]), rig.now).accepted
+    rig.run(100)
+    rig.ctl.stop(final=True)
+    result = rig.ctl.set_trajectory(np.array([0.1]), np.radians([[20.0, 5.0]]), rig.now)
+    assert not result.accepted and "stopping before its drives are disabled" in result.message
+    rig.run_until(lambda: rig.ctl.state == ControllerState.HOLDING, 1000)
+    assert not rig.ctl.set_trajectory(np.array([0.1]), np.radians([[20.0, 5.0]]), rig.now).accepted
+    rig.ctl.disable()
+    rig.run(5)
+    rig.ctl.enable(rig.now)
+    rig.run(5)
+    assert rig.ctl.set_trajectory(np.array([0.5]), np.radians([[2.0, 0.0]]), rig.now).accepted
+
+
+def test_enable_whose_second_drive_send_fails_disables_both() -> None:
+    """A send failure to drive 2 during enable: drive 1 (already enabled) is disabled again and
+    the brakes hold the loaded torso (a drive left enabled, fed zero current by the idle polls,
+    let it fall from 30 to 44.5 deg pitch in 0.3 s)."""
+    channel = f"waist_safety_{next(_channels)}"
+    sim = SimulatedWaist(channel=channel, torso=TorsoLoad(), initial_joint_rad=(math.radians(30.0), 0.0))
+    bus = WaistCanBus(channel=channel, use_notifier=False, clock=lambda: sim.time_s)
+    ctl = WaistController(WaistControllerConfig(), bus)
+    r = Rig(sim, bus, ctl)
+    try:
+        r.run(3)
+        send = bus.send_control
+
+        def failing(node: int, command: object) -> None:
+            if node == 2:
+                raise CanBusError("CAN send of 0x102 failed: Transmit buffer full")
+            send(node, command)  # type: ignore[arg-type]
+
+        bus.send_control = failing  # type: ignore[method-assign]
+        with pytest.raises(CanBusError, match="Transmit buffer full"):
+            ctl.enable(r.now)
+        bus.send_control = send  # type: ignore[method-assign]
+        q0 = sim.joint_angles().copy()
+        r.run(150)
+        assert ctl.state == ControllerState.IDLE
+        assert not any(d.enabled for d in sim.drives)
+        assert np.degrees(np.max(np.abs(sim.joint_angles() - q0))) < 0.05
+    finally:
+        bus.close()
+        sim.close()
+
+
+def test_a_drive_enabled_behind_the_controllers_back_is_disabled_again(rig: Rig) -> None:
+    """Idle, a drive that reports enabled (another master, a lost DISABLE) is sent DISABLE again
+    within REDISABLE_EVERY periods, and the controller says so."""
+    from humanoid_balance.can.controller import REDISABLE_EVERY
+    from humanoid_balance.can.protocol import ControlCommand
+
+    rig.ctl.disable()
+    rig.run(30)
+    assert not any(d.enabled for d in rig.sim.drives)
+    rig.bus.send_control(1, ControlCommand.MODE_CURRENT)
+    rig.bus.send_control(1, ControlCommand.ENABLE)
+    enabled = []
+    for _ in range(REDISABLE_EVERY + 3):
+        rig.run(1)
+        enabled.append(rig.sim.drives[0].enabled)
+    assert enabled[0]  # the drive took the ENABLE
+    assert not any(d.enabled for d in rig.sim.drives)
+    assert any("report enabled while the controller is idle" in m for m in rig.ctl.messages)
+
+
+@pytest.mark.parametrize(("pitch_deg", "enabled"), [(-12.0, False), (-5.1, True), (45.15, True),
+                                                    (45.3, False)])
+def test_enable_outside_the_range(pitch_deg: float, enabled: bool) -> None:
+    """More than 0.2 deg outside the range, enable is refused with the joint, value and range (the
+    hold would step the waist to the edge: from -12 deg, 64 deg/s and a saturated current); within
+    it, the hold steps to the edge at most that far."""
+    channel = f"waist_safety_{next(_channels)}"
+    sim = SimulatedWaist(channel=channel, initial_joint_rad=(math.radians(pitch_deg), 0.0))
+    bus = WaistCanBus(channel=channel, use_notifier=False, clock=lambda: sim.time_s)
+    ctl = WaistController(WaistControllerConfig(), bus)
+    r = Rig(sim, bus, ctl)
+    try:
+        r.run(3)
+        if not enabled:
+            with pytest.raises(InvalidInputError, match=rf"pitch is at {pitch_deg:.2f} deg, range "
+                                                        r"\[-5.0, 45.0\] deg"):
+                ctl.enable(r.now)
+            assert ctl.state == ControllerState.IDLE
+            return
+        ctl.enable(r.now)
+        r.run(300)
+        assert ctl.state == ControllerState.HOLDING
+        assert -5.0 - 1e-3 <= math.degrees(sim.joint_angles()[0]) <= 45.0 + 1e-3
+    finally:
+        bus.close()
+        sim.close()
 
 
 def test_silent_drive_disables_both_motors(rig: Rig) -> None:
@@ -425,6 +625,11 @@ class NodeHarness:
         assert self.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
 
     def send(self, times: list[float], positions_deg: list[tuple[float, float]]) -> None:
+        self.pub_command.publish(self.command(times, positions_deg))
+
+    @staticmethod
+    def command(times: list[float], positions_deg: list[tuple[float, float]]) -> Any:
+        """A /waist/command message (JointTrajectory) through ``times`` [s], ``positions_deg``."""
         from builtin_interfaces.msg import Duration
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -435,7 +640,7 @@ class NodeHarness:
             point.positions = [math.radians(roll), math.radians(pitch)]
             point.time_from_start = Duration(sec=int(t), nanosec=int((t % 1) * 1e9))
             msg.points.append(point)
-        self.pub_command.publish(msg)
+        return msg
 
     def close(self) -> None:
         self.executor.shutdown()
@@ -536,6 +741,94 @@ def test_deactivate_stops_then_disables(node_harness: NodeHarness) -> None:
     h.spin(0.1)
     assert not any(d.enabled for d in h.sim.drives)
     assert all(d.brake_engaged(h.sim.time_s) for d in h.sim.drives)
+
+
+@pytest.mark.slow
+def test_deactivate_waits_for_the_whole_controlled_stop(rclpy_context: object) -> None:
+    """Deactivated at 12 deg/s or more with acceleration_limit 10 deg/s^2 (a stop of 1.2 s or
+    more), the drives are disabled only once the waist rests: before, deactivate gave up after
+    1 s and disabled them with the waist still moving."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = NodeHarness(rclpy_context, {"acceleration_limit": 10.0})
+    try:
+        h.activate()
+        h.send([0.05], [(40.0, 0.0)])
+        assert h.spin(4.0, lambda: h.node.controller is not None
+                      and h.node.controller.state == ControllerState.RUNNING
+                      and math.degrees(abs(h.sim.joint_velocities()[0])) > 12.0)
+        started = time.monotonic()
+        assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        assert time.monotonic() - started > 12.0 / 10.0 - 0.1
+        assert np.degrees(np.max(np.abs(h.sim.joint_velocities()))) < 0.5
+        h.spin(0.1)  # the drives take the DISABLE on their next period
+        assert not any(d.enabled for d in h.sim.drives)
+    finally:
+        h.close()
+
+
+@pytest.mark.slow
+def test_command_just_before_deactivate_does_not_move_the_waist(node_harness: NodeHarness) -> None:
+    """A command taken by the node just before deactivate (planned by the servo thread after the
+    stop) is refused: the waist stays where it held. Before, the queued command started the
+    waist again and the drives were disabled 1 s later at 25 deg/s (5 of 6 runs)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = node_harness
+    h.activate()
+    assert h.spin(1.0, lambda: h.node.controller is not None
+                  and h.node.controller.state == ControllerState.HOLDING)
+    q0 = h.sim.joint_angles().copy()
+    h.node._on_command(h.command([0.1], [(40.0, 14.0)]))
+    assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert np.degrees(np.max(np.abs(h.sim.joint_angles() - q0))) < 0.05
+    h.spin(0.1)  # the drives take the DISABLE on their next period
+    assert not any(d.enabled for d in h.sim.drives)
+    assert "stopping before its drives are disabled" in h.node._command_problem
+
+
+@pytest.mark.slow
+def test_servo_thread_failure_disables_the_drives_and_is_reported(
+        node_harness: NodeHarness) -> None:
+    """An exception that ends the servo thread (here from its publishing) disables both drives
+    at once (nothing would feed them setpoints) and /diagnostics reports it as an ERROR; before,
+    the thread died unseen, the drives' watchdogs stopped them and /diagnostics kept the old
+    state."""
+    h = node_harness
+    h.activate()
+    assert h.spin(1.0, lambda: h.node.controller is not None
+                  and h.node.controller.state == ControllerState.HOLDING)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("publisher broke")
+
+    h.node._publish_fast = broken  # type: ignore[method-assign]
+    assert h.spin(2.0, lambda: any("the servo thread stopped: RuntimeError('publisher broke')"
+                                   in s.message and s.level == b"\x02"
+                                   for d in h.diagnostics for s in d.status))
+    assert h.node.controller is not None and h.node.controller.state == ControllerState.IDLE
+    # the simulated drives are stepped by the servo thread: take the frames on the bus as real
+    # drives would
+    h.sim.handle_pending()
+    assert not any(d.enabled for d in h.sim.drives)
+
+
+def test_enable_request_refused_while_inactive(node_harness: NodeHarness) -> None:
+    """/waist/enable true on a configured but inactive node is refused (lifecycle first); the
+    drives stay disabled and a command does not move the waist."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from std_srvs.srv import SetBool
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.spin(0.1)
+    response: Any = _call(h, SetBool, "/waist/enable", SetBool.Request(data=True))
+    assert not response.success and "not active" in response.message
+    q0 = h.sim.joint_angles().copy()
+    h.send([0.2], [(5.0, 0.0)])
+    h.spin(0.5)
+    assert not any(d.enabled for d in h.sim.drives)
+    assert np.degrees(np.max(np.abs(h.sim.joint_angles() - q0))) < 0.05
 
 
 @pytest.mark.slow
