@@ -320,6 +320,7 @@ class WaistController:
         self._motor_in_slot = (self.nodes.index(NODE_IDS[0]), self.nodes.index(NODE_IDS[1]))
         protocol = WaistProtocol()
         _check_current_limit(config.gains.current_limit_a, protocol)
+        _check_encoder_span(config.waist, protocol)
         self.bus_load: BusLoad = check_bus_load(
             protocol.periodic_frames(config.servo_rate_hz), config.bitrate, config.max_bus_load)
         self.waist = config.waist
@@ -1002,6 +1003,22 @@ def _integrate(value: Pair, rate: Pair, dt: float, limit: float) -> tuple[Pair, 
     new0 = min(max(value[0] + rate[0] * dt, -limit), limit)
     new1 = min(max(value[1] + rate[1] * dt, -limit), limit)
     return (new0, new1), ((new0 - value[0]) / dt, (new1 - value[1]) / dt)
+
+
+def _check_encoder_span(waist: DifferentialWaist, protocol: WaistProtocol) -> None:
+    """Refuse gear ratios and a joint range whose motor angles the feedback's position count
+    cannot carry: the count wraps (24 bits) and is not unwrapped, so a motor angle beyond half
+    its span would read as another one."""
+    lo, hi = protocol.signal_range("DriveFeedback1", "PositionCounts")
+    span_rad = (hi - lo + 1) / 2.0 * 2.0 * math.pi / protocol.counts_per_rev
+    corners = [(p, r) for p in waist.pitch_limits_rad for r in waist.roll_limits_rad]
+    largest = max(float(np.max(np.abs(waist.j_qw_inv @ np.array(q)))) for q in corners)
+    if largest >= span_rad:
+        raise ConfigurationError(
+            f"gear ratios {waist.gear_ratio_pitch:g} (pitch), {waist.gear_ratio_roll:g} (roll) "
+            f"with the joint range put a motor at {largest:.0f} rad, beyond the +-{span_rad:.0f} rad "
+            "the drives' 24-bit position count carries without wrapping: lower the gear "
+            "ratios or narrow the range")
 
 
 def _check_current_limit(current_limit_a: float, protocol: WaistProtocol) -> None:

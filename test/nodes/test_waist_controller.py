@@ -669,6 +669,24 @@ def test_configure_refuses_bus_overload(rclpy_context: object) -> None:
         h.close()
 
 
+def test_gear_ratios_beyond_the_encoder_count_refused() -> None:
+    """Gear ratios whose motor angles over the joint range pass the drives' 24-bit position count
+    (+-3217 rad at 16384 counts per turn, never unwrapped) are refused when the controller is
+    built (5000: 5236 rad); 3000 (3142 rad) is taken."""
+    from humanoid_balance.core.waist_kinematics import DifferentialWaist
+
+    channel = f"waist_safety_{next(_channels)}"
+    bus = WaistCanBus(channel=channel, use_notifier=False)
+    try:
+        with pytest.raises(ConfigurationError, match=r"5236 rad, beyond the \+-3217 rad"):
+            WaistController(WaistControllerConfig(
+                waist=DifferentialWaist(gear_ratio_pitch=5000.0, gear_ratio_roll=5000.0)), bus)
+        WaistController(WaistControllerConfig(
+            waist=DifferentialWaist(gear_ratio_pitch=3000.0, gear_ratio_roll=3000.0)), bus)
+    finally:
+        bus.close()
+
+
 def test_motor_ids_parameter_checked_as_the_bus_checks_them() -> None:
     """The node refuses motor_ids [1, 1] with the bus's message and accepts [2, 1]."""
     from humanoid_balance.params.waist_controller import SPEC
