@@ -12,7 +12,19 @@ yet). It owns:
   nothing is computed from them, the arms hold; a job input older than
   ``job_input_timeout_s``, in the wrong frame, non-finite or naming other joints
   counts as zero (the controller then brings the job arm to a stop within its
-  acceleration limits while balance goes on);
+  acceleration limits while balance goes on). A joint state repeating the stamp of
+  the last one is not a new measurement: it does not refresh the joint's time, so
+  stamps that stop advancing go stale. No input received "after now" (a negative
+  age, beyond :data:`CLOCK_BACK_TOLERANCE_S`) counts as fresh;
+* **the clock going back** (a simulation restart, a looping bag with
+  ``use_sim_time``, a ROS time step) by more than :data:`CLOCK_BACK_TOLERANCE_S`
+  between two cycles: every stored input is dropped (joint states and base pose must
+  come again, the job input and measured margin of that cycle are ignored, the job-arm
+  switch time is reset), the arms hold, and the ``clock`` problem says so for
+  :data:`CLOCK_PROBLEM_S` (counted in ``clock_jumps``);
+* **activation** (:meth:`ArmLoop.restart`): the stored joint states are dropped and the
+  first command starts from joint positions measured after it, at rest (the arm may
+  have moved while the motors were off);
 * **the balance guard**: the smaller of the measured stability margin (when
   fresh) and the margin the controller predicts (its model ZMP, last cycle)
   scales the job input,
@@ -68,6 +80,8 @@ from humanoid_balance.resources import urdf_path as package_urdf_path
 
 __all__ = [
     "BASE_POSITION_LIMIT_M",
+    "CLOCK_BACK_TOLERANCE_S",
+    "CLOCK_PROBLEM_S",
     "ERROR",
     "JOB_TWIST_LIMITS",
     "JOB_VELOCITY_LIMIT_FACTOR",
@@ -107,6 +121,13 @@ BASE_POSITION_LIMIT_M = 1e4
 MAX_STEPS = 10
 #: s the timer grid may lag the clock before it starts anew (a clock jump)
 MAX_LAG_S = 1.0
+#: s the clock may go back between two cycles, or an input be received "after now", without
+#: counting as a clock jump: a node reads one monotonic (or simulation) clock for its inputs
+#: and cycles, so anything beyond this is a jump, not jitter
+CLOCK_BACK_TOLERANCE_S = 1e-3
+#: s (on the new clock) the ``clock`` problem stays after the clock went back: long enough for
+#: the diagnostics to carry it
+CLOCK_PROBLEM_S = 1.0
 
 
 class LoopState(Enum):
@@ -186,6 +207,8 @@ class MeasuredState:
         self.q = np.array(q, dtype=float)
         #: time [s] each joint was last measured; NaN: never
         self.joint_times_s = np.full(len(self.joint_names), np.nan)
+        #: header stamp [ns] of each joint's last sample; 0: none or unstamped
+        self.joint_stamps_ns = np.zeros(len(self.joint_names), dtype=np.int64)
         #: time [s] of the last base pose; NaN: never
         self.base_pose_time_s = math.nan
         self._q_of_joint = np.asarray(q_index, dtype=int)
@@ -200,12 +223,27 @@ class MeasuredState:
         """Indices of the joints ``names`` in :attr:`q`."""
         return self._q_of_joint[self.index(names)]
 
-    def update_joints(self, names: tuple[str, ...], position: np.ndarray, now_s: float) -> str | None:
-        """Take a joint-state sample received at ``now_s`` [s]; why it was refused, or None.
+    def invalidate(self) -> None:
+        """Forget when anything was measured: every joint (and the base pose) must come again.
+
+        The positions stay (a joint never measured again keeps its last value, as the
+        neutral one before any measurement), but nothing counts as fresh.
+        """
+        self.joint_times_s[:] = np.nan
+        self.joint_stamps_ns[:] = 0
+        self.base_pose_time_s = math.nan
+
+    def update_joints(self, names: tuple[str, ...], position: np.ndarray, now_s: float,
+                      stamp_ns: int = 0) -> str | None:
+        """Take a joint-state sample received at ``now_s`` [s], stamped ``stamp_ns`` [ns];
+        why it was refused, or None.
 
         Unknown joint names are skipped; a sample with a non-finite position, a joint
         beyond its limits by more than :data:`MEASURED_LIMIT_TOLERANCE_RAD`, or a size
-        that does not match its names is refused whole.
+        that does not match its names is refused whole. A joint whose previous sample
+        carried the same nonzero stamp keeps its time: the same measurement again is not a
+        fresh one (a driver whose stamps stopped advancing goes stale after
+        ``joint_state_timeout``); unstamped samples (0) are timed on arrival.
         """
         if position.shape != (len(names),):
             return f"joint states have {position.size} positions for {len(names)} names: ignored"
@@ -227,7 +265,12 @@ class MeasuredState:
                    zip(joint_idx[beyond], values[beyond], strict=True)}
             return (f"joint states put {far} beyond their limits by more than "
                     f"{MEASURED_LIMIT_TOLERANCE_RAD} rad: ignored")
-        self.joint_times_s[joint_idx] = now_s
+        if stamp_ns == 0:
+            self.joint_times_s[joint_idx] = now_s
+        else:
+            renewed = joint_idx[self.joint_stamps_ns[joint_idx] != stamp_ns]
+            self.joint_times_s[renewed] = now_s
+        self.joint_stamps_ns[joint_idx] = stamp_ns
         self.q[q_idx] = values
         return None
 
@@ -252,7 +295,8 @@ class MeasuredState:
         return None
 
 
-def stamp_problem(stamp_ns: int, now_ns: int | None, config: ArmLoopConfig) -> str | None:
+def stamp_problem(stamp_ns: int, now_ns: int | None, config: ArmLoopConfig,
+                  lock_step: bool = False) -> str | None:
     """Why a joint state stamped ``stamp_ns`` and received at ``now_ns`` [ns, node clock] is
     refused, or None.
 
@@ -260,9 +304,16 @@ def stamp_problem(stamp_ns: int, now_ns: int | None, config: ArmLoopConfig) -> s
     measurement that old) or ahead (a wrong clock, or a bogus stamp that would trigger a
     lock-step cycle), is refused (issue 12); an unstamped one (0) is timed on arrival, and
     none is judged without a clock to compare with (``now_ns`` None: lock-step on the
-    simulation's stamps while the node runs on another clock).
+    simulation's stamps while the node runs on another clock). With ``lock_step``
+    (``trigger: joint_states``) an unstamped one is refused: it cannot mark a period (every
+    one would be "the same period again"); stamp 0 is a period there only as a simulation's
+    t = 0 on the node clock (``now_ns`` within ``joint_state_timeout_s`` of 0: ``use_sim_time``
+    before time runs).
     """
     timeout_s = config.joint_state_timeout_s
+    if stamp_ns == 0 and lock_step and (now_ns is None or abs(now_ns) * 1e-9 > timeout_s):
+        return ("joint states unstamped (stamp 0): trigger joint_states needs each joint state "
+                "stamped with its period; ignored (stamp them, or use trigger: timer)")
     if now_ns is None or stamp_ns == 0 or abs(stamp_ns - now_ns) * 1e-9 <= timeout_s:
         return None
     offset_s = (stamp_ns - now_ns) * 1e-9
@@ -396,6 +447,8 @@ class ArmLoop:
         #: stamp-triggered gaps longer than :data:`MAX_STEPS` periods integrated in steps
         self.caught_up_gaps = 0
         self.holds = 0
+        #: times the clock went back by more than :data:`CLOCK_BACK_TOLERANCE_S` between cycles
+        self.clock_jumps = 0
         self._arm_idx = state.index(controller.names)
         self._arm_q = (controller.names, state.q_index(controller.names))
         self._state = state
@@ -408,6 +461,14 @@ class ArmLoop:
         self._switched_s = -math.inf
         self._job_order: tuple[tuple[str, ...], np.ndarray] | None = None
         self.step_s: list[float] = []
+        self._now_s: float | None = None  # the clock [s] at the last cycle
+        self._clock_problem_until_s = -math.inf
+        # inputs held when the clock went back: ignored until the node passes newer ones
+        self._dropped: tuple[JobInput | None, MeasuredMargin | None] = (None, None)
+        # since when the stored joint states were dropped (for the message), None: not dropped
+        self._dropped_since: str | None = None
+        # the next command starts from the measured positions at rest (after activation)
+        self._from_measured = False
 
     # --- between cycles -------------------------------------------------------------------------
 
@@ -442,9 +503,15 @@ class ArmLoop:
         self.enabled = bool(enabled)
 
     def restart(self) -> None:
-        """Activated again: the next cycle takes the nominal period and the job arm is enabled."""
+        """Activated again (after :meth:`stop`): the next cycle takes the nominal period, the job
+        arm is enabled, and the stored joint states are dropped: the first command starts from
+        positions measured after this call, at rest (the arm may have moved while the motors
+        were off; the held command of before would be a position step)."""
         self._last_t = None
         self.enabled = True
+        self._state.invalidate()
+        self._dropped_since = "activation"
+        self._from_measured = True
 
     def stop(self, reason: str) -> list[Hold]:
         """The whole deceleration to standstill at the nominal period (deactivate, shutdown).
@@ -527,6 +594,7 @@ class ArmLoop:
             controller failed; None when nothing was ever commanded and nothing can be, or
             when the cycle comes less than half a nominal period after the last (skipped).
         """
+        job, margin = self._check_clock(now_s, state, job, margin)
         steps, dt = self._steps(now_s, stamp_s)
         if steps == 0:
             return None
@@ -535,13 +603,17 @@ class ArmLoop:
             self.problems["joint_states"] = problem
             return self._holds(problem, steps, dt)
         self.problems.pop("joint_states", None)
+        self._dropped_since = None
         q = state.q.copy()
         if self.state is not LoopState.RUNNING:
             velocity = None
-            if self._cmd_names:
+            if self._from_measured and self.state is not LoopState.STOPPING:
+                pass  # activated: from the measured positions, at rest
+            elif self._cmd_names:
                 q[self._arm_q_of(self.controller.names)] = self._by_name(self._cmd_p)
                 velocity = self._by_name(self._cmd_v)
             self.controller.reset(q, velocity)
+            self._from_measured = False
             self.state = LoopState.RUNNING
         inputs = self._job_input(now_s, job, margin, q)
         start = time.perf_counter()
@@ -564,6 +636,33 @@ class ArmLoop:
         return Command(out.names, out.position, out.velocity, out.momentum,
                        self.controller.model_zmp(out), self.guard_scale, out, self._time_s())
 
+    def _check_clock(self, now_s: float, state: MeasuredState, job: JobInput | None,
+                     margin: MeasuredMargin | None,
+                     ) -> tuple[JobInput | None, MeasuredMargin | None]:
+        """Drop every stored input when the clock went back since the last cycle; the job input
+        and margin the cycle may use (None: dropped)."""
+        last, self._now_s = self._now_s, now_s if self._now_s is None else max(now_s, self._now_s)
+        if last is not None and now_s < last - CLOCK_BACK_TOLERANCE_S:
+            self.clock_jumps += 1
+            state.invalidate()
+            self._dropped = (job, margin)
+            self._switched_s = -math.inf
+            self._last_t = None
+            self._now_s = now_s
+            self._dropped_since = f"the clock went back {last - now_s:.3f} s"
+            self._clock_problem_until_s = now_s + CLOCK_PROBLEM_S
+            self.problems["clock"] = (
+                f"node clock went back {last - now_s:.3f} s (a simulation restart, a looping bag, "
+                "a time step): every input dropped, holding until joint states come again")
+        elif now_s >= self._clock_problem_until_s:
+            self.problems.pop("clock", None)
+        dropped_job, dropped_margin = self._dropped
+        if job is not None and job is dropped_job:
+            job = None
+        if margin is not None and margin is dropped_margin:
+            margin = None
+        return job, margin
+
     def _arm_q_of(self, names: tuple[str, ...]) -> np.ndarray:
         """Indices in ``q`` of the arm joints ``names`` (cached for the current order)."""
         if names != self._arm_q[0]:
@@ -582,6 +681,8 @@ class ArmLoop:
         times = state.joint_times_s[self._arm_idx]
         never = np.isnan(times)
         timeout = self.config.joint_state_timeout_s
+        if never.all() and self._dropped_since is not None:
+            return f"no arm joint states received since {self._dropped_since}: holding"
         if never.any():
             missing = [state.joint_names[int(i)] for i in self._arm_idx[never]]
             return f"joint states lack arm joints {missing}: holding"
@@ -589,10 +690,21 @@ class ArmLoop:
         if oldest > timeout:
             return (f"arm joint states are {oldest:.3f} s old, older than "
                     f"joint_state_timeout={timeout} s: holding")
-        if self.controller.needs_base_pose and not (now_s - state.base_pose_time_s <= timeout):
+        ahead = float(times.max()) - now_s
+        if ahead > CLOCK_BACK_TOLERANCE_S:  # a negative age never counts as fresh
+            return (f"arm joint states received {ahead:.3f} s after the node clock's now (the "
+                    "clock went back?): holding")
+        if self.controller.needs_base_pose and not (
+                -CLOCK_BACK_TOLERANCE_S <= now_s - state.base_pose_time_s <= timeout):
             return (f"no base pose on {self.config.base_pose_source} within joint_state_timeout="
                     f"{timeout} s: holding")
         return None
+
+    def state_problem(self, now_s: float, state: MeasuredState) -> str | None:
+        """Why the arm joint states (and base pose) at ``now_s`` [s] are not fresh enough to
+        command from (the cycle would hold), or None: e.g. before repeating the last
+        command for a lock-step simulation asking for the same period again."""
+        return self._state_problem(now_s, state)
 
     def _holds(self, reason: str, steps: int, dt: float) -> Hold | None:
         """``steps`` hold steps of ``dt`` [s]; the last (fresh when any was)."""
@@ -640,7 +752,7 @@ class ArmLoop:
         if problem is not None:
             self.problems["job_input"] = problem
             return inputs
-        if now_s - job.received_s > self.config.job_input_timeout_s:
+        if not -CLOCK_BACK_TOLERANCE_S <= now_s - job.received_s <= self.config.job_input_timeout_s:
             if self.enabled:
                 self.problems["job_input"] = (
                     f"job input older than job_input_timeout={self.config.job_input_timeout_s} s: "
@@ -695,7 +807,8 @@ class ArmLoop:
         """Job-input scale from the measured and predicted stability margins (1: free)."""
         margins = []
         self.problems.pop("margin", None)
-        if margin is not None and now_s - margin.received_s > self.config.margin_timeout_s:
+        if margin is not None and not (
+                -CLOCK_BACK_TOLERANCE_S <= now_s - margin.received_s <= self.config.margin_timeout_s):
             self.problems["margin"] = (
                 f"measured stability margin older than margin_timeout={self.config.margin_timeout_s}"
                 " s: the guard uses the model's margin only")
@@ -730,6 +843,7 @@ class ArmLoop:
         values: dict[str, object] = {"commanding": self.state is LoopState.RUNNING,
                                      "state": self.state.value, "enabled": self.enabled,
                                      "cycles": self.cycles, "holds": self.holds,
+                                     "clock_jumps": self.clock_jumps,
                                      "guard_scale": self.guard_scale}
         if self.step_s:
             steps = 1e6 * np.array(self.step_s)

@@ -5,9 +5,14 @@ messages out. Parameters: :data:`humanoid_balance.params.arm_balance.SPEC`; dyna
 are applied between cycles. ``configure`` builds the ``mode``'s controller; ``activate``
 starts the cycles (``trigger: timer``: every 1 / ``rate``; ``joint_states``, the
 simulation's lock-step: one per joint state stamped at least 0.9 / ``rate`` after the
-last, outputs stamped with it, the same stamp again answered with the last command); joint
-states stamped beyond ``joint_state_timeout`` from the node clock are refused (lock-step: with
-``use_sim_time``). ``deactivate``/``shutdown`` stop the arms within their acceleration limits.
+last, outputs stamped with it, the same stamp again answered with the last command while the
+joint states are fresh; unstamped joint states are refused there (but a simulation's t = 0 on
+its own clock, ``use_sim_time``), and once the stamps stop
+advancing for ``joint_state_timeout`` (by arrival, node clock) the arms hold, one hold step per
+period of arrivals, stamped with the last period); joint states stamped beyond
+``joint_state_timeout`` from the node clock are refused (lock-step: with ``use_sim_time``).
+``deactivate``/``shutdown``, and destroying the active node (SIGINT, SIGTERM: ``run_node``
+destroys it without a shutdown transition), stop the arms within their acceleration limits.
 Joint states and job inputs are taken newest first (a queue depth of 1: a late node answers
 the newest state, not each older one in turn); a gap between triggering stamps is integrated
 whole (:meth:`humanoid_balance.core.arm_loop.ArmLoop._steps`).
@@ -15,6 +20,7 @@ whole (:meth:`humanoid_balance.core.arm_loop.ArmLoop._steps`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,6 +57,8 @@ from humanoid_balance.params.arm_balance import SPEC, rows_of
 from humanoid_balance.params.ros import NodeParameters
 
 NODE_NAME = "arm_balance"
+#: s destroy_node waits at most for every subscriber to acknowledge the braking ramp's commands
+FLUSH_TIMEOUT_S = 0.3
 
 
 class ArmBalanceNode(LifecycleNode):
@@ -65,6 +73,7 @@ class ArmBalanceNode(LifecycleNode):
         self._loop_timers: list[Timer | None] = []
         self._logs: dict[str, LogThrottle] = {}  # one per problem key: a cause is never hidden
         self._active = False
+        self._hold_step_ns: int | None = None  # node clock [ns] of the last untriggered hold step
 
     def _extra_check(self, name: str, value: Any, merged: Mapping[str, Any]) -> str | None:
         if name in ("selection", "secondary") and self.loop and not self.loop.controller.has_selection:
@@ -134,9 +143,11 @@ class ArmBalanceNode(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the cycles; commands start once fresh joint states arrive."""
         assert self.loop is not None
-        self.loop.restart()
+        self.loop.restart()  # the first command from joint states measured from now on
+        self._job = None  # a job input from before the deactivation is not for this activation
         self._active = True
         self._last_trigger_ns = None
+        self._hold_step_ns = None
         if self.values["trigger"] == "timer":
             # a lambda: rclpy (Kilted) hands a TimerInfo to callbacks that take an argument
             self._loop_timers.append(self.create_timer(1.0 / self.values["rate"],
@@ -168,6 +179,29 @@ class ArmBalanceNode(LifecycleNode):
         self._stop("shutdown")
         return TransitionCallbackReturn.SUCCESS
 
+    def destroy_node(self) -> None:
+        """Stop the arms with the braking ramp before the node goes (SIGINT, SIGTERM).
+
+        ``run_node`` destroys the node without a lifecycle shutdown transition (rclpy's
+        LifecycleNode does not run ``on_shutdown`` on destroy): an active node would leave
+        its consumers on a moving command.
+        """
+        try:
+            if self._active and self.loop is not None:
+                self._stop("shutdown")
+                self._flush_commands()
+        finally:
+            super().destroy_node()
+
+    def _flush_commands(self) -> None:
+        """Wait (at most ``FLUSH_TIMEOUT_S``) until every subscriber acknowledged the commands:
+        destroying the publisher right after the ramp drops what a reader has not yet
+        acknowledged, and its last command would stay a moving one."""
+        from rclpy.duration import Duration
+
+        with contextlib.suppress(Exception):  # the context is going: nothing more can be sent
+            self.commands.publisher.wait_for_all_acked(Duration(seconds=FLUSH_TIMEOUT_S))
+
     def _stop(self, reason: str) -> None:
         """The loop's deceleration to standstill, one hold per period (at most v_max / a_min)."""
         destroy_timers(self, *self._loop_timers)
@@ -196,16 +230,46 @@ class ArmBalanceNode(LifecycleNode):
         stamp, names, position = read_joint_state(self._reader, msg)
         now = self._now_ns()
         clock = now if self._shared_clock else None  # stamps and the node clock comparable
-        if self._report("joint_states_input", core.stamp_problem(stamp, clock, self.loop.config)
-                        or self.measured.update_joints(names, position, self._s(now))):
+        lock_step = self.values["trigger"] == "joint_states"
+        refused = self._report("joint_states_input", core.stamp_problem(
+            stamp, clock, self.loop.config, lock_step) or self.measured.update_joints(
+            names, position, self._s(now), stamp))
+        if not (self._active and lock_step):
             return
-        if self._active and self.values["trigger"] == "joint_states":
-            last = self._last_trigger_ns
-            if last is not None and stamp == last:
-                self.commands.repeat(stamp)  # the same period again: the same answer
-            elif core.triggers(stamp, last, clock, self.loop.config):
-                self._last_trigger_ns = stamp
-                self._cycle(now, stamp)
+        last = self._last_trigger_ns
+        if not refused and stamp != last and core.triggers(stamp, last, clock, self.loop.config):
+            self._last_trigger_ns = stamp
+            self._cycle(now, stamp)
+        elif last is not None:
+            self._untriggered(now, last, same=not refused and stamp == last)
+
+    def _untriggered(self, now_ns: int, last_ns: int, same: bool) -> None:
+        """A joint state that starts no lock-step cycle (the last stamp again, refused, reordered).
+
+        While the joint states are fresh, the same stamp again is the same period asked again
+        (a lock-step simulation): the last command is repeated. Once they are stale (stamps
+        that stopped advancing do not refresh the measurement), the arms hold: a hold step,
+        stamped with the last period, at most one per nominal period of arrivals (node clock),
+        so that the ramp keeps to the acceleration limits in time; the last hold repeated in
+        between.
+        """
+        assert self.loop is not None
+        problem = self.loop.state_problem(self._s(now_ns), self.measured)
+        if problem is None:
+            if same:
+                self.commands.repeat(last_ns)  # the same period again: the same answer
+            return
+        if same:
+            self._report("joint_states_input", (
+                f"joint states keep stamp {last_ns * 1e-9:.6f} s beyond joint_state_timeout="
+                f"{self.loop.config.joint_state_timeout_s} s (their stamps stopped advancing): "
+                "stale, holding"))
+        step = self._hold_step_ns
+        if step is None or now_ns - step >= 0.9e9 * self.loop.config.period_s or now_ns < step:
+            self._hold_step_ns = now_ns
+            self._cycle(now_ns, last_ns)
+        elif same:
+            self.commands.repeat(last_ns)
 
     def _on_twist(self, msg: TwistStamped) -> None:
         t = msg.twist

@@ -9,6 +9,8 @@ import pytest
 
 from humanoid_balance.core.arm_controller import GroundArmController
 from humanoid_balance.core.arm_loop import (
+    CLOCK_BACK_TOLERANCE_S,
+    CLOCK_PROBLEM_S,
     ArmLoop,
     ArmLoopConfig,
     Command,
@@ -17,6 +19,7 @@ from humanoid_balance.core.arm_loop import (
     LoopState,
     MeasuredMargin,
     MeasuredState,
+    stamp_problem,
 )
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import ConfigurationError
@@ -58,6 +61,11 @@ class Rig:
         if measure:
             self.measure()
         return self.loop.cycle(self.t, self.state, self.job, self.margin)
+
+    def hold_at(self, positions: dict[str, float]) -> None:
+        """Measure the joints ``positions`` names there from now on."""
+        for k, name in enumerate(self.model.joint_names):
+            self.positions[k] = positions.get(name, self.positions[k])
 
     def ask(self, velocity: dict[str, float], names: tuple[str, ...] = RIGHT) -> None:
         self.job = JobInput(self.t, joint_names=names,
@@ -140,6 +148,7 @@ def test_job_arm_switched_while_held_resumes_without_a_step(model: RobotModel) -
     rig.run(100, {"right_shoulder_pitch": -0.5, "right_shoulder_yaw": 0.5})
     holds = rig.loop.stop("deactivated")
     held = dict(zip(holds[-1].names, holds[-1].position, strict=True))
+    rig.hold_at(held)  # the arms followed their commands: measured where they were held
     rig.loop.set_job_arm("left", rig.t)
     rig.loop.restart()
     out = rig.cycle()
@@ -338,3 +347,178 @@ def test_both_nodes_give_the_same_margin_for_the_model_zmp(model: RobotModel) ->
     arm, zmp = np.array(margins).T
     assert np.ptp(arm) > 1e-6  # the model ZMP moved with the arm
     np.testing.assert_allclose(arm, zmp, rtol=0, atol=1e-12)
+
+
+# --- the clock going back, stamps that stop advancing, re-activation -------------------------------
+
+
+def _velocity_steps_within_limits(sent: list[Command | Hold], dt: float = PERIOD) -> bool:
+    """Every velocity step between consecutive commands (same names) within a_max dt (+ float
+    rounding: velocities of a few rad/s, 1e-12 is 1e4 ulps)."""
+    velocities = np.vstack([out.velocity for out in sent])
+    accel = _accelerations(sent[0].names)
+    return bool(np.all(np.abs(np.diff(velocities, axis=0)) <= accel * dt + 1e-12))
+
+
+def test_clock_going_back_drops_every_input_and_holds_decelerating(model: RobotModel) -> None:
+    """The clock 99 s back (simulation restart): the job input received before counts for nothing
+    (it is not 'fresh' at a negative age), the arms hold within the acceleration limits, the
+    problem is named and counted."""
+    rig = Rig(model)
+    before = rig.run(100, {"right_shoulder_pitch": -1.0})  # the job input stays, received at 0.2 s
+    assert abs(before.velocity[0] + 1.0) < 1e-9
+    rig.t -= 99.0 + PERIOD  # the next cycle 99 s behind the last one; joint states still come
+    sent: list[Command | Hold] = [before]
+    for _ in range(200):
+        out = rig.cycle()
+        assert out is not None
+        sent.append(out)
+    assert isinstance(sent[1], Hold) and sent[1].reason == (
+        "no arm joint states received since the clock went back 99.000 s: holding")
+    assert rig.loop.clock_jumps == 1
+    assert rig.loop.problems["clock"].startswith("node clock went back 99.000 s")
+    assert _velocity_steps_within_limits(sent)
+    assert not np.any(sent[-1].velocity[:7])  # the old job input never moved the arm again
+
+
+def test_clock_problem_clears_after_its_time_on_the_new_clock(model: RobotModel) -> None:
+    """The clock problem stays CLOCK_PROBLEM_S on the new clock (the diagnostics carry it), then goes."""
+    rig = Rig(model)
+    rig.run(5)
+    rig.t -= 10.0
+    rig.run(2)
+    assert "clock" in rig.loop.problems
+    rig.run(round(CLOCK_PROBLEM_S / PERIOD))
+    assert "clock" not in rig.loop.problems
+
+
+def test_clock_going_back_without_new_joint_states_holds(model: RobotModel) -> None:
+    """Joint states received at t = 100 s, the clock back to 1 s and none since: they are not fresh."""
+    rig = Rig(model)
+    rig.t = 100.0
+    rig.run(5, {"right_shoulder_pitch": -0.5})
+    rig.t = 1.0
+    for _ in range(50):
+        rig.ask({"right_shoulder_pitch": -0.5})  # the job keeps asking on the new clock
+        out = rig.cycle(measure=False)
+    assert isinstance(out, Hold) and out.stopped
+    assert "joint_states" in rig.loop.problems
+
+
+def test_clock_going_back_within_the_tolerance_is_no_jump(model: RobotModel) -> None:
+    """The clock read half a tolerance earlier than the last cycle: nothing dropped, no problem."""
+    rig = Rig(model)
+    rig.run(5, {"right_shoulder_pitch": -0.5})
+    rig.t -= 0.5 * CLOCK_BACK_TOLERANCE_S
+    rig.loop.cycle(rig.t, rig.state, rig.job, None)
+    out = rig.run(1, {"right_shoulder_pitch": -0.5})
+    assert rig.loop.clock_jumps == 0 and "clock" not in rig.loop.problems
+    assert out.velocity[0] < 0.0
+
+
+def test_switch_time_is_reset_when_the_clock_goes_back(model: RobotModel) -> None:
+    """A job-arm switch at t = 100 s, the clock back to 1 s: later job inputs are taken again."""
+    rig = Rig(model)
+    rig.t = 100.0
+    rig.run(5)
+    rig.loop.set_job_arm("left", rig.t)
+    rig.t = 1.0
+    rig.run(5)  # the jump's hold, then joint states again
+    out = None
+    for _ in range(20):
+        rig.ask({"left_shoulder_pitch": -0.5}, names=LEFT)
+        out = rig.cycle()
+    assert isinstance(out, Command) and out.names[:7] == LEFT and out.velocity[0] < -0.1
+
+
+def test_inputs_received_after_now_are_not_fresh(model: RobotModel) -> None:
+    """A job input and a margin received 1 s 'after now' (negative age) count as stale, not fresh."""
+    rig = Rig(model)
+    rig.run(5)
+    rig.job = JobInput(rig.t + 1.0, joint_names=RIGHT,
+                       joint_velocities=np.array([-0.5, 0, 0, 0, 0, 0, 0.0]))
+    rig.margin = MeasuredMargin(0.0, rig.t + 1.0)  # would hold the job arm if it counted
+    out = rig.cycle()
+    assert isinstance(out, Command) and not np.any(out.velocity[:7])
+    assert "older than job_input_timeout" in rig.loop.problems["job_input"]
+    assert "older than margin_timeout" in rig.loop.problems["margin"]
+
+
+def test_joint_states_received_after_now_hold(model: RobotModel) -> None:
+    """Arm joint states timed 1 s after the cycle's now are not fresh: the arms hold, named."""
+    rig = Rig(model)
+    rig.run(5)
+    rig.state.update_joints(tuple(model.joint_names), rig.positions, rig.t + 1.0)
+    out = rig.loop.cycle(rig.t + PERIOD, rig.state, None, None)
+    assert isinstance(out, Hold)
+    assert out.reason == ("arm joint states received 0.998 s after the node clock's now (the "
+                          "clock went back?): holding")
+
+
+def test_a_repeated_stamp_does_not_refresh_the_joint_times(model: RobotModel) -> None:
+    """The same nonzero stamp again keeps the joints' time (not a new measurement); stamp 0 and a
+    new stamp refresh it."""
+    state = MeasuredState(model.joint_names, model.q_index(list(model.joint_names)), model.neutral())
+    names, q = tuple(model.joint_names), np.zeros(len(model.joint_names))
+    state.update_joints(names, q, 1.0, stamp_ns=5)
+    state.update_joints(names, q, 2.0, stamp_ns=5)
+    assert np.all(state.joint_times_s == 1.0)
+    state.update_joints(names, q, 3.0, stamp_ns=6)
+    assert np.all(state.joint_times_s == 3.0)
+    state.update_joints(names, q, 4.0)
+    state.update_joints(names, q, 5.0)
+    assert np.all(state.joint_times_s == 5.0)
+
+
+def test_stamps_that_stop_advancing_go_stale_and_hold(model: RobotModel) -> None:
+    """Joint states arriving every period with a frozen stamp: after joint_state_timeout the arms
+    hold, decelerating within the acceleration limits."""
+    rig = Rig(model)
+    names = tuple(model.joint_names)
+    sent: list[Command | Hold] = []
+    for k in range(200):
+        rig.t += PERIOD
+        stamp = 1_000_000 + (min(k, 100)) * 2_000_000  # frozen from cycle 100 on
+        rig.ask({"right_shoulder_pitch": -1.0})
+        assert rig.state.update_joints(names, rig.positions, rig.t, stamp_ns=stamp) is None
+        out = rig.loop.cycle(rig.t, rig.state, rig.job, None)
+        assert out is not None
+        sent.append(out)
+    assert isinstance(sent[-1], Hold) and sent[-1].stopped
+    assert "older than joint_state_timeout=0.05 s" in sent[-1].reason
+    assert _velocity_steps_within_limits(sent[50:])
+    first_hold = next(k for k, out in enumerate(sent) if isinstance(out, Hold))
+    assert first_hold == 100 + round(0.05 / PERIOD)  # the first cycle past the timeout
+
+
+def test_lock_step_refuses_unstamped_joint_states_but_a_simulation_s_t0(model: RobotModel) -> None:
+    """trigger joint_states: stamp 0 cannot mark a period (refused, named) unless the node clock
+    is the simulation's at t = 0; timer mode times it on arrival."""
+    config = ArmLoopConfig()
+    assert stamp_problem(0, None, config, lock_step=True) == (
+        "joint states unstamped (stamp 0): trigger joint_states needs each joint state stamped "
+        "with its period; ignored (stamp them, or use trigger: timer)")
+    assert stamp_problem(0, 10**12, config, lock_step=True) is not None
+    assert stamp_problem(0, 0, config, lock_step=True) is None  # use_sim_time, before time runs
+    assert stamp_problem(0, 10**12, config) is None
+
+
+def test_restart_starts_from_the_measured_positions(model: RobotModel) -> None:
+    """Deactivated, the elbow moved 0.5 rad, activated: nothing until a joint state after the
+    activation, then the first command starts at the measured positions, velocity within a dt."""
+    rig = Rig(model)
+    rig.run(100, {"right_shoulder_pitch": -0.5})
+    holds = rig.loop.stop("deactivated")
+    held = dict(zip(holds[-1].names, holds[-1].position, strict=True))
+    rig.hold_at(held)
+    rig.positions[model.joint_names.index("right_elbow")] -= 0.5  # moved by hand, motors off
+    rig.loop.restart()
+    rig.job = None
+    waiting = rig.cycle(measure=False)  # the joint states before the activation do not count
+    assert isinstance(waiting, Hold) and not waiting.fresh
+    assert waiting.reason == "no arm joint states received since activation: holding"
+    out = rig.cycle()
+    assert isinstance(out, Command)
+    measured = rig.positions[rig.state.index(out.names)]
+    assert np.array_equal(out.position, measured)
+    assert np.all(np.abs(out.velocity) <= _accelerations(out.names) * PERIOD + 1e-12)

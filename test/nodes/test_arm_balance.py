@@ -504,9 +504,24 @@ def test_triggered_cycles_keep_to_the_rate_by_the_stamps(triggered: Harness) -> 
     assert [_stamp_ns(c) for c in h.commands] == [3_000_000_000 + k * 2_000_000 for k in range(3)]
 
 
-def test_a_repeated_stamp_is_answered_with_the_same_command(triggered: Harness) -> None:
+@pytest.fixture
+def sim_time_triggered(rclpy_context: Any) -> Iterator[Harness]:
+    """``triggered`` on sim time before time runs (no /clock: the node clock reads 0), as
+    mujoco_sim's lock-step graph at t = 0."""
+    h = Harness(rclpy_context, {"trigger": "joint_states", "rate": 500.0, "use_sim_time": True})
+    h.publish_joints = False
+    try:
+        h.activate()
+        assert h.spin(5.0, lambda: h.pub_joints.get_subscription_count() > 0
+                      and h.probe.count_publishers("/arm_balance/command") > 0)
+        yield h
+    finally:
+        h.close()
+
+
+def test_a_repeated_stamp_is_answered_with_the_same_command(sim_time_triggered: Harness) -> None:
     """The same stamp again (a lock-step simulation waiting at t = 0) gets the last command again."""
-    h = triggered
+    h = sim_time_triggered
     _publish_stamped_joints(h, 0)
     assert h.spin(2.0, lambda: len(h.commands) == 1)
     _publish_stamped_joints(h, 0)
@@ -520,7 +535,7 @@ def test_an_inactive_node_runs_no_triggered_cycle(rclpy_context: Any) -> None:
     """Configured, not active, trigger joint_states: no cycle; once activated the same state is answered."""
     from rclpy.lifecycle import TransitionCallbackReturn
 
-    h = Harness(rclpy_context, {"trigger": "joint_states"})
+    h = Harness(rclpy_context, {"trigger": "joint_states", "use_sim_time": True})  # at t = 0
     h.publish_joints = False
     try:
         assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
@@ -606,7 +621,7 @@ def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -
     twist = np.array([0.05, -0.02, 0.03, 0.0, 0.1, -0.05])
     expected = []
     for k in range(6):
-        node._job = JobInput(node._now_ns() * 1e-9, twist=twist, frame="W")
+        node._job = JobInput(node._s(node._now_ns()), twist=twist, frame="W")
         stamp = 5_000_000_000 + k * 2_000_000
         positions = h.positions + 0.001 * k
         node._on_joint_states(cdr.joint_state_message(stamp, h.joint_names, positions.tolist()))
