@@ -802,19 +802,31 @@ class RmcController:
             raise InvalidInputError("q has non-finite entries: no command is computed from it")
         return q
 
-    def _momentum_about_w(self, cfg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Arm columns (job, aux) of the momentum matrix about W, its CoM-based form and the CoM."""
+    def _momentum_about_w(self, cfg: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Arm columns (job, aux) of the momentum matrix about W; the same about the whole
+        robot's CoM (welded root body included) with ``reference_point`` ``com`` (else None);
+        and that CoM.
+
+        pinocchio's centroidal map is about the CoM of the moving bodies (``data.com[0]``),
+        which leaves out a body welded to the fixed base (the torso): both forms are shifted
+        from it, ``L_p = L_G + (G - p) x P``.
+        """
         ag = pin.computeCentroidalMap(self.model.model, self.model.data, cfg)
         arm = ag[:, self._arm_v]
         c_moving = self.model.data.com[0]
         com = self._moving_share * c_moving + self._welded_part
-        rx, ry, rz = (c_moving - self._w_point).tolist()
+        a_com = self._shifted(arm, c_moving - com) if self.reference_point == "com" else None
+        return self._shifted(arm, c_moving - self._w_point), a_com, com
+
+    def _shifted(self, arm: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """``arm`` (momentum columns about G) about the point ``G - r``: ``L += r x P``."""
+        rx, ry, rz = r.tolist()
         skew = self._skew  # [r]x, filled in place (no new 3 x 3 array each cycle)
         skew[0, 1], skew[0, 2], skew[1, 0] = -rz, ry, rz
         skew[1, 2], skew[2, 0], skew[2, 1] = -rx, -ry, rx
-        a_w = arm.copy()
-        a_w[3:6] += skew @ arm[0:3]
-        return a_w, arm, com
+        shifted = arm.copy()
+        shifted[3:6] += skew @ arm[0:3]
+        return shifted
 
     def step(self, inputs: RmcInput, dt: float) -> RmcOutput:
         """One control cycle of ``dt`` [s]; see the class docstring.
@@ -844,8 +856,8 @@ class RmcController:
 
         cfg = q.copy()
         cfg[self._arm_q] = self._q_cmd
-        a_w, a_g, com = self._momentum_about_w(cfg)
-        a_ref = a_w if self.reference_point == "W" else a_g
+        a_w, a_com, com = self._momentum_about_w(cfg)
+        a_ref = a_w if a_com is None else a_com
         nj = self._n_job
         a_job = a_ref[:, :nj]
         a_aux = a_ref[:, nj:]
