@@ -21,7 +21,8 @@ yet). It owns:
   between two cycles: every stored input is dropped (joint states and base pose must
   come again, the job input and measured margin of that cycle are ignored, the job-arm
   switch time is reset), the arms hold, and the ``clock`` problem says so for
-  :data:`CLOCK_PROBLEM_S` (counted in ``clock_jumps``);
+  :data:`CLOCK_PROBLEM_S` (counted in ``clock_jumps``); once held to rest, commanding
+  resumes from the joint positions measured after the jump;
 * **activation** (:meth:`ArmLoop.restart`): the stored joint states are dropped and the
   first command starts from joint positions measured after it, at rest (the arm may
   have moved while the motors were off);
@@ -650,6 +651,10 @@ class ArmLoop:
             self._last_t = None
             self._now_s = now_s
             self._dropped_since = f"the clock went back {last - now_s:.3f} s"
+            # held to rest before joint states come again (a simulation restarted puts the robot
+            # back at its start), commanding resumes from the measured positions, as after
+            # an activation; still braking, it continues the braking command
+            self._from_measured = True
             self._clock_problem_until_s = now_s + CLOCK_PROBLEM_S
             self.problems["clock"] = (
                 f"node clock went back {last - now_s:.3f} s (a simulation restart, a looping bag, "

@@ -381,6 +381,26 @@ def test_clock_going_back_drops_every_input_and_holds_decelerating(model: RobotM
     assert not np.any(sent[-1].velocity[:7])  # the old job input never moved the arm again
 
 
+def test_after_a_clock_jump_commanding_resumes_from_the_measured_positions(
+        model: RobotModel) -> None:
+    """The clock back (a simulation restarted: the robot at its start pose again), the arms held
+    to rest, joint states again with the elbow 0.5 rad elsewhere: the first command starts at
+    the measured positions, not where the arms were held (a 0.5 rad step)."""
+    rig = Rig(model)
+    rig.run(100, {"right_shoulder_pitch": -0.5})
+    rig.t -= 50.0
+    rig.job = None
+    for _ in range(100):  # no joint states on the new clock yet: held to rest
+        out = rig.cycle(measure=False)
+    assert isinstance(out, Hold) and out.stopped
+    rig.positions[model.joint_names.index("right_elbow")] -= 0.5
+    out = rig.cycle()
+    assert isinstance(out, Command)
+    measured = rig.positions[rig.state.index(out.names)]
+    assert np.array_equal(out.position, measured)
+    assert np.all(np.abs(out.velocity) <= _accelerations(out.names) * PERIOD + 1e-12)
+
+
 def test_clock_problem_clears_after_its_time_on_the_new_clock(model: RobotModel) -> None:
     """The clock problem stays CLOCK_PROBLEM_S on the new clock (the diagnostics carry it), then goes."""
     rig = Rig(model)
