@@ -470,10 +470,10 @@ def _stamp_ns(msg: Any) -> int:
     return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
 
 
-@pytest.fixture
-def triggered(rclpy_context: Any) -> Iterator[Harness]:
-    """An active arm_balance with trigger joint_states at 500 Hz; the test publishes the joint states."""
-    h = Harness(rclpy_context, {"trigger": "joint_states", "rate": 500.0})
+def _triggered_harness(rclpy_context: Any, **overrides: object) -> Iterator[Harness]:
+    """An active arm_balance with trigger joint_states at 500 Hz (and ``overrides``); the test
+    publishes the joint states."""
+    h = Harness(rclpy_context, {"trigger": "joint_states", "rate": 500.0, **overrides})
     h.publish_joints = False
     try:
         h.activate()
@@ -482,6 +482,12 @@ def triggered(rclpy_context: Any) -> Iterator[Harness]:
         yield h
     finally:
         h.close()
+
+
+@pytest.fixture
+def triggered(rclpy_context: Any) -> Iterator[Harness]:
+    """An active arm_balance with trigger joint_states at 500 Hz; the test publishes the joint states."""
+    yield from _triggered_harness(rclpy_context)
 
 
 def test_triggered_cycles_carry_the_joint_state_stamp(triggered: Harness) -> None:
@@ -508,15 +514,7 @@ def test_triggered_cycles_keep_to_the_rate_by_the_stamps(triggered: Harness) -> 
 def sim_time_triggered(rclpy_context: Any) -> Iterator[Harness]:
     """``triggered`` on sim time before time runs (no /clock: the node clock reads 0), as
     mujoco_sim's lock-step graph at t = 0."""
-    h = Harness(rclpy_context, {"trigger": "joint_states", "rate": 500.0, "use_sim_time": True})
-    h.publish_joints = False
-    try:
-        h.activate()
-        assert h.spin(5.0, lambda: h.pub_joints.get_subscription_count() > 0
-                      and h.probe.count_publishers("/arm_balance/command") > 0)
-        yield h
-    finally:
-        h.close()
+    yield from _triggered_harness(rclpy_context, use_sim_time=True)
 
 
 def test_a_repeated_stamp_is_answered_with_the_same_command(sim_time_triggered: Harness) -> None:
