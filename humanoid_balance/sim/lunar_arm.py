@@ -248,11 +248,14 @@ def run_sweep(sim: LunarArmSim, sweep: Sweep, *, record_every: int = 1, trim_s: 
     for _ in range(sweep.cycles):
         for direction in (1.0, -1.0):
             sim.set_targets(name, velocities=[sign * direction * sweep.speed])
+            positions, efforts = [], []
             for k in range(steps):
                 sim.step(1)
                 if k >= trim and k % record_every == 0:
                     state = sim.joint_state()
-                    recording.add(state.position, state.effort, direction)
+                    positions.append(state.position)
+                    efforts.append(state.effort)
+            recording.extend(positions, efforts, direction)
     sim.set_targets(name, velocities=[0.0])
     return recording
 

@@ -75,6 +75,23 @@ class SweepRecording:
         self.torques.append(torque)
         self.direction.append(float(direction))
 
+    def extend(self, positions: Sequence[np.ndarray], torques: Sequence[np.ndarray],
+               direction: float) -> None:
+        """Append the samples of one pass (as :meth:`add` each, checked at once: a simulated
+        sweep records a sample every millisecond, and the per-sample check was a sixth of it)."""
+        q = np.array(positions, dtype=float)
+        tau = np.array(torques, dtype=float)
+        if q.shape[0] != tau.shape[0]:
+            raise InvalidInputError(f"{q.shape[0]} positions and {tau.shape[0]} torques in one pass")
+        bad = ~(np.isfinite(q).all(axis=-1) & np.isfinite(tau).all(axis=-1)) if q.size else []
+        if np.any(bad):
+            k = int(np.flatnonzero(bad)[0])
+            raise InvalidInputError(f"sample of joint {self.joint + 1}'s sweep is not finite: "
+                                    f"q={q[k]}, tau={tau[k]}")
+        self.positions.extend(q)
+        self.torques.extend(tau)
+        self.direction.extend([float(direction)] * len(q))
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions (N, n), torques (N, n), direction (N,)."""
         return np.array(self.positions), np.array(self.torques), np.array(self.direction)
