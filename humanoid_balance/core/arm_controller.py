@@ -162,9 +162,10 @@ class GroundArmController(RmcController):
         return self._loop_limits.subset([index[n] for n in self.names])
 
     def predicted_margin(self, out: RmcOutput) -> float | None:
-        """The model ZMP's margin [m] to the support polygon, or None without one."""
+        """The model ZMP's margin [m] to the support polygon (-inf when the feet would lift off:
+        the guard then holds the job arm), or None without a polygon (NaN)."""
         margin = out.indicators.zmp_margin
-        return float(margin) if math.isfinite(margin) else None
+        return None if math.isnan(margin) else float(margin)
 
     def model_zmp(self, out: RmcOutput) -> np.ndarray | None:
         """The model ZMP [m] in ``W``, or None when the feet would lift off."""

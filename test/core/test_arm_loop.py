@@ -215,6 +215,24 @@ def test_guard_ignores_an_old_measured_margin(model: RobotModel) -> None:
     assert rig.loop.guard_scale == 1.0 and out.velocity[0] == pytest.approx(-0.2)
 
 
+def test_a_predicted_lift_off_holds_the_job_arm(model: RobotModel) -> None:
+    """The model predicting lift-off (margin -inf, the feet's normal force <= 0) holds the job
+    arm, as a measured margin at the hold margin would; before, -inf was taken for "no margin"
+    and, with no measured margin either, the guard let the job arm go at full speed."""
+    from types import SimpleNamespace
+
+    rig = Rig(model)
+    lift_off = SimpleNamespace(indicators=SimpleNamespace(zmp_margin=-math.inf))
+    no_polygon = SimpleNamespace(indicators=SimpleNamespace(zmp_margin=math.nan))
+    assert rig.loop.controller.predicted_margin(lift_off) == -math.inf  # type: ignore[arg-type]
+    assert rig.loop.controller.predicted_margin(no_polygon) is None  # type: ignore[arg-type]
+    rig.run(20, {"right_shoulder_pitch": -0.2})
+    rig.loop.controller.predicted_margin = lambda out: -math.inf  # type: ignore[method-assign]
+    out = rig.run(100, {"right_shoulder_pitch": -0.2})
+    assert rig.loop.guard_scale == 0.0 and not np.any(out.velocity[:7])
+    assert rig.loop.problems["guard"] == "stability margin -inf mm: holding the job arm"
+
+
 def test_dt_is_clamped_to_ten_periods(model: RobotModel) -> None:
     """A 40 ms gap between cycles integrates the command over 10 periods (20 ms), not 40 ms."""
     rig = Rig(model)
