@@ -22,7 +22,8 @@ time acts as of its stamp
 commands do free-running on a loaded machine (measured: 2-20 ms, up to 0.3 s),
 takes its position where its velocity has moved it since (and its command timeout
 runs from its stamp), instead of pulling the servo back to where the arm was meant
-to be when it was sent; the humanoid's arm servos also close what still jumps
+to be when it was sent; one stamped further back than ``command_timeout`` is refused
+(its joints hold, as for no command); the humanoid's arm servos also close what still jumps
 (late or sparse commands free-running, a velocity step in any mode) within the arms'
 acceleration limits, as drives do (``arm_acceleration_limits`` of
 :class:`~humanoid_balance.sim.humanoid.HumanoidSim`). With ``command_latency`` > 0
@@ -76,6 +77,7 @@ quietly.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -527,7 +529,16 @@ class MujocoSimNode(Node):
             aged = list(delay.due_aged(now, timeout_s))
         else:  # each as of its stamp
             aged = [(command_age_s(command[0], now, timeout_s), command) for command in pending]
-        for age, (_, names, position, velocity) in aged:
+        for age, (stamp_ns, names, position, velocity) in aged:
+            if age == math.inf:  # older than the command timeout: its joints hold
+                self.commands_rejected += 1
+                self.last_rejection = (
+                    f"a command stamped {stamp_ns * 1e-9:.3f} s is older than command_timeout="
+                    f"{timeout_s:g} s at simulation time {now:.3f} s: not applied (its joints "
+                    "hold); stamp commands with the simulation's time (use_sim_time) or leave "
+                    "them unstamped")
+                self._log("warning", self.last_rejection, throttle_s=1.0)
+                continue
             try:
                 self.sim.set_targets(names, position, velocity, age_s=age)
                 self.timeout.commanded(names, now - age)

@@ -96,11 +96,15 @@ def command_age_s(stamp_ns: int, now_s: float, timeout_s: float) -> float:
     answers a joint state does) and received up to ``timeout_s`` (``command_timeout``)
     later is applied as of its stamp (see :meth:`MujocoRobotSim.set_targets
     <humanoid_balance.sim.robot.MujocoRobotSim.set_targets>`); 0, applied as it comes,
-    for an unstamped one, one stamped ahead of the simulation or further back (another
-    clock, or too old to tell).
+    for an unstamped one or one stamped ahead of the simulation (another clock, e.g. wall
+    time); ``inf`` for one stamped further back than ``timeout_s``: older than the command
+    timeout, it must not act (a joint whose last command is that old holds), nor be taken
+    for a fresh one.
     """
     if stamp_ns <= 0:
         return 0.0
     age = now_s - stamp_ns * 1e-9
+    if age > timeout_s:
+        return math.inf
     # the simulation's time as published is rounded to the ns: a stamp equal to it is age 0
-    return age if 1e-9 < age <= timeout_s else 0.0
+    return age if age > 1e-9 else 0.0
