@@ -370,7 +370,7 @@ class MujocoSimNode(Node):
             self._on_command(msg)
             if answers:
                 assert self.gate is not None
-                self.gate.deliver(topic, msg.stamp_ns)
+                self._deliver(topic, msg.stamp_ns)
 
         return on_command
 
@@ -384,9 +384,18 @@ class MujocoSimNode(Node):
                 self.get_logger().warning(f"{topic}: {exc}: not an answer",
                                           throttle_duration_sec=1.0)
                 return
-            self.gate.deliver(topic, stamp)
+            self._deliver(topic, stamp)
 
         return on_answer
+
+    def _deliver(self, topic: str, stamp_ns: int) -> None:
+        """A lock-step answer to the gate; one stamped beyond the newest published period is
+        refused with a rate-limited warning (it answers no period of this simulation)."""
+        assert self.gate is not None
+        if not self.gate.deliver(topic, stamp_ns):
+            self._log("warning", f"lock-step: an answer on {topic} stamped {stamp_ns * 1e-9:.3f} s, "
+                                 "beyond the newest period published: not taken (is its node on "
+                                 "use_sim_time?)", throttle_s=1.0)
 
     def _on_command(self, msg: cdr.JointStateSample) -> None:
         names = msg.names
@@ -481,6 +490,8 @@ class MujocoSimNode(Node):
         """Publish the sensors; their stamp, ns, or None when the node is stopping."""
         # the time rounded to the ns, as nodes.common.seconds_stamp (1.9999999999 s is 2 s)
         ns = round(self.sim.time * 1e9)
+        if self.gate is not None:  # before the state goes out: its answers may come at once
+            self.gate.publishing(ns)
         return ns if self._ros(lambda: self._publish(ns)) else None
 
     def _wait_for_start(self) -> bool:
@@ -673,7 +684,8 @@ class MujocoSimNode(Node):
         gate = self.gate
         if gate is not None:
             misses = sum(gate.misses.values())
-            values.update(lock_step_periods=gate.periods, lock_step_misses=misses)
+            values.update(lock_step_periods=gate.periods, lock_step_misses=misses,
+                          lock_step_answers_ahead=sum(gate.ahead.values()))
             for topic, count in gate.misses.items():
                 values[f"misses {topic}"] = count
             if gate.periods == 0 and self._waiting_for:

@@ -108,6 +108,12 @@ class LockStepGate:
     :meth:`deliver` (the receiving thread) records the newest stamp of each topic;
     :meth:`wait` (the physics thread) blocks until every topic's newest stamp is
     ``>= t`` or the timeout passed, and counts a miss for each topic still late.
+    :meth:`publishing` (the physics thread, before it publishes a period's state) sets
+    the newest period an answer may be for: an answer stamped beyond it answers no
+    period the simulation published (a wall-clock stamp, a stamp left from an earlier
+    run) and is not taken (counted in :attr:`ahead`); taken, it would satisfy every
+    later period's wait, and the simulation would step on without any answer, no miss
+    counted.
 
     Args:
         topics: the topic names waited for.
@@ -124,21 +130,37 @@ class LockStepGate:
         self.misses: dict[str, int] = dict.fromkeys(self.topics, 0)
         #: periods waited for
         self.periods = 0
+        #: answers refused per topic: stamped beyond the newest published period
+        self.ahead: dict[str, int] = dict.fromkeys(self.topics, 0)
+        self._horizon_ns = -1  # the newest period published, ns (-1: none yet)
 
     @property
     def closed(self) -> bool:
         """:meth:`close` was called: waits return at once."""
         return self._closed
 
-    def deliver(self, topic: str, stamp_ns: int) -> None:
-        """An answer on ``topic`` with header stamp ``stamp_ns`` arrived (unknown topics ignored)."""
+    def publishing(self, t_ns: int) -> None:
+        """The state of period ``t_ns`` is about to be published: answers up to it count."""
+        with self._condition:
+            self._horizon_ns = max(self._horizon_ns, t_ns)
+
+    def deliver(self, topic: str, stamp_ns: int) -> bool:
+        """An answer on ``topic`` with header stamp ``stamp_ns`` arrived (unknown topics ignored).
+
+        Returns:
+            False when it is refused: stamped beyond the newest published period.
+        """
         with self._condition:
             if topic not in self._latest:
-                return
+                return True
+            if stamp_ns > self._horizon_ns:
+                self.ahead[topic] += 1
+                return False
             latest = self._latest[topic]
             if latest is None or stamp_ns > latest:
                 self._latest[topic] = stamp_ns
                 self._condition.notify_all()
+            return True
 
     def latest(self, topic: str) -> int | None:
         """The newest stamp delivered on ``topic``, ns (None: nothing yet)."""

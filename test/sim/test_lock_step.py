@@ -47,6 +47,7 @@ def test_a_type_without_a_header_is_refused() -> None:
 def test_an_answer_already_there_ends_the_wait_at_once() -> None:
     """Every topic answered period t (stamp >= t): the wait returns no late topic, no miss."""
     gate = LockStepGate([ARM, JOB])
+    gate.publishing(3_000_000)
     gate.deliver(ARM, 2_000_000)
     gate.deliver(JOB, 3_000_000)
     assert gate.wait(2_000_000, timeout_s=30.0) == []
@@ -56,6 +57,7 @@ def test_an_answer_already_there_ends_the_wait_at_once() -> None:
 def test_a_late_topic_is_named_and_counted_after_the_timeout() -> None:
     """Only the topic without an answer for t is returned and counted as a miss."""
     gate = LockStepGate([ARM, JOB])
+    gate.publishing(4_000_000)
     gate.deliver(ARM, 4_000_000)
     gate.deliver(JOB, 2_000_000)  # the previous period's answer
     assert gate.wait(4_000_000, timeout_s=0.05) == [JOB]
@@ -65,6 +67,7 @@ def test_a_late_topic_is_named_and_counted_after_the_timeout() -> None:
 def test_a_delivery_from_another_thread_ends_the_wait() -> None:
     """The answer arriving while the physics thread waits releases it before the timeout."""
     gate = LockStepGate([ARM])
+    gate.publishing(6_000_000)
     timer = threading.Timer(0.05, gate.deliver, args=(ARM, 6_000_000))
     timer.start()
     started = time.monotonic()
@@ -77,10 +80,26 @@ def test_a_delivery_from_another_thread_ends_the_wait() -> None:
 def test_an_older_answer_never_lowers_the_newest_stamp() -> None:
     """A stale message after a newer one leaves the topic answered up to the newer stamp."""
     gate = LockStepGate([ARM])
+    gate.publishing(10)
     gate.deliver(ARM, 10)
     gate.deliver(ARM, 4)
     assert gate.latest(ARM) == 10
     assert gate.late(10) == [] and gate.late(11) == [ARM]
+
+
+def test_an_answer_stamped_beyond_the_published_period_is_refused() -> None:
+    """An answer stamped ahead of every period published (wall time, a stamp from an earlier
+    run) is refused and counted: the next period still waits, and misses when unanswered.
+    Before, it satisfied every later period: 1000 unanswered periods passed in 3 ms, no miss."""
+    gate = LockStepGate([ARM])
+    assert not gate.deliver(ARM, 5_000_000_000)  # before anything was published
+    gate.publishing(1_000_000)
+    assert not gate.deliver(ARM, 1_700_000_000 * 10**9)  # wall time
+    assert gate.ahead == {ARM: 2} and gate.latest(ARM) is None
+    assert gate.wait(1_000_000, timeout_s=0.01) == [ARM] and gate.misses == {ARM: 1}
+    assert gate.deliver(ARM, 1_000_000)
+    gate.publishing(2_000_000)
+    assert gate.wait(2_000_000, timeout_s=0.01) == [ARM] and gate.misses == {ARM: 2}
 
 
 def test_the_start_up_wait_counts_no_miss() -> None:
