@@ -27,12 +27,16 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
 - Stops are braking ramps (:class:`~humanoid_balance.core.identification.trajectory.BrakingRamp`):
   from the last command, not from a measurement (which may be old), the
   command decelerates at ``acceleration_limit`` to rest; no velocity step, no
-  position jump.
+  position jump. The ramp's time only grows (``RampTime`` of the trajectory
+  module): a clock going back does not hold it.
 - Refusals and stops: start is refused without fresh, plausible joint states
   that carry an effort for every arm joint (``torque_source: effort``; with
   ``current`` the effort field carries the motor current [A] and the torque
-  is ``k_e I``, eq. 19), with the arm outside its limits or with an
-  ``output_path`` that cannot be written. During a run, stale joint states
+  is ``k_e I``, eq. 19), from a joint state older than ``START_SAMPLE_AGE_S``
+  (or ``joint_state_timeout``), with the arm moving (a joint faster than
+  ``acceleration_limit / rate``) or outside its limits (beyond encoder noise,
+  ``START_LIMIT_TOLERANCE_RAD``) or with an ``output_path`` that cannot be
+  written. During a run the node's clock going back (more than 1 ms), stale joint states
   (by their stamp and by when they arrived: a stamp in the future does not
   keep them fresh), non-finite values, a velocity or torque beyond the
   URDF's limits, a joint outside its limits or two links (or a link and the
@@ -69,8 +73,10 @@ from typing import Any, TypeVar
 import numpy as np
 import pinocchio as pin
 from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -96,6 +102,7 @@ from humanoid_balance.core.identification.regressor import (
 from humanoid_balance.core.identification.trajectory import (
     BrakingRamp,
     PlanFollower,
+    RampTime,
     identification_plan,
 )
 from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
@@ -117,7 +124,16 @@ from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.results import check_output, write_yaml
 
 NODE_NAME = "identification_executor"
+#: rad a measured joint may be past its limit during a run (tracking overshoot) before it stops
 LIMIT_TOLERANCE_RAD = math.radians(0.5)
+#: rad a joint may be measured past its limit at start: encoder noise only (a few counts of a
+#: 14-bit encoder, 0.022 deg each); the plan starts from the position clipped into the limits
+START_LIMIT_TOLERANCE_RAD = math.radians(0.05)
+#: s, the oldest joint state a start may begin from (or joint_state_timeout if shorter): an arm
+#: at rest then that accelerates at 30 deg/s^2 has moved at most a t^2 / 2 = 0.15 deg since
+START_SAMPLE_AGE_S = 0.1
+#: ns the node clock may go back during a run (jitter of a clock source) before the run fails
+CLOCK_BACK_TOLERANCE_NS = 1_000_000
 #: s the arm may take after the plan's end to come to rest before the estimate
 SETTLE_TIMEOUT_S = 2.0
 #: s the node waits at exit for its readers to acknowledge the braking ramp's last commands
@@ -202,13 +218,18 @@ class IdentificationExecutor(LifecycleNode):
         #: the last command sent: (time [ns], positions [rad], velocities [rad/s])
         self._sent: tuple[int, np.ndarray, np.ndarray] | None = None
         self._ramp: BrakingRamp | None = None
-        self._ramp_t0_ns = 0
+        self._ramp_time: RampTime | None = None
+        #: the newest node clock reading of the run [ns]: the plan is never sampled earlier
+        self._clock_ns = 0
         self._ending: tuple[str, str] = ("", "")
         self._cause_is_input = False
         self._rejected = 0
         self._reject_reason = ""
         self._rejected_since_last = False
         self._warn = LogThrottle(self.get_logger(), 1.0)
+        # use_sim_time is rclpy's, not in the spec: refused during a run here (the node's clock
+        # would jump, by years when no /clock is published yet)
+        self.add_on_set_parameters_callback(self._on_set_clock)
 
     # --- parameters -----------------------------------------------------------------------
 
@@ -221,6 +242,16 @@ class IdentificationExecutor(LifecycleNode):
         if name == "output_path":
             return output_problem(str(value))
         return None
+
+    def _on_set_clock(self, params: Sequence[Parameter]) -> SetParametersResult:
+        """Refuse a change of ``use_sim_time`` (the node's clock) during a run."""
+        if any(p.name == "use_sim_time" for p in params) and self.state in ("running",
+                                                                           "stopping"):
+            return SetParametersResult(
+                successful=False,
+                reason="use_sim_time cannot change during a run (it moves the node's clock): "
+                       "cancel first")
+        return SetParametersResult(successful=True)
 
     def _p(self, name: str) -> Any:
         """A parameter's value in use: between runs, the accepted changes apply first."""
@@ -540,11 +571,12 @@ class IdentificationExecutor(LifecycleNode):
             return response
         assert self._last is not None
         now_ns = self._now_ns()
-        self._follower = PlanFollower(self.plan, self._last.position,
-                                      acceleration=self.acceleration)
+        # within START_LIMIT_TOLERANCE_RAD of the limits (checked): the plan starts inside them
+        start = np.clip(self._last.position, self.lower, self.upper)
+        self._follower = PlanFollower(self.plan, start, acceleration=self.acceleration)
         self._stream, self._command_times = [], []
-        self._sent, self._ramp, self._point = None, None, None
-        self._t0_ns = now_ns
+        self._sent, self._ramp, self._ramp_time, self._point = None, None, None, None
+        self._t0_ns = self._clock_ns = now_ns
         self.estimate, self.quality = None, None
         self.state, self.message = "running", "started"
         response.success = True
@@ -558,13 +590,50 @@ class IdentificationExecutor(LifecycleNode):
             return "not active: activate the node first"
         if self.state in ("running", "stopping"):
             return f"a run is in progress ({self.state}): cancel it first"
-        problem = self._input_problem()
+        now = self._now()
+        problem = self._input_problem(now)
+        if problem is None:
+            assert self._last is not None
+            problem = self._start_sample_problem(self._last, now)
         if problem is None:
             assert self._last is not None
             problem = self._clearance_problem(self._last.position)
         if problem is None:
             problem = output_problem(str(self._p("output_path")))
         return None if problem is None else f"refused to start: {problem}"
+
+    def _start_sample_problem(self, last: Sample, now: float) -> str | None:
+        """Why the plan may not start from ``last`` (None: it may).
+
+        The plan starts from the measured position at zero velocity, so the
+        reading must be recent (``START_SAMPLE_AGE_S``, or ``joint_state_timeout``
+        if shorter), every joint within its limits (to encoder noise) and the arm
+        at rest: each joint slower than the velocity step the acceleration limit
+        allows in one command period (``acceleration_limit / rate``, 0.3 deg/s by
+        default), so the first command is no velocity step.
+        """
+        bound = min(START_SAMPLE_AGE_S, float(self._p("joint_state_timeout")))
+        age = max(now - last.stamp, now - last.received)
+        if age > bound:
+            return (f"the newest /joint_states are {age:.3f} s old: a start needs one younger "
+                    f"than {bound:.3f} s")
+        q = last.position
+        out = np.flatnonzero((q < self.lower - START_LIMIT_TOLERANCE_RAD)
+                             | (q > self.upper + START_LIMIT_TOLERANCE_RAD))
+        if out.size:
+            i = int(out[0])
+            return (f"joints {[self.joints[k] for k in out]} left their limits: "
+                    f"{self.joints[i]} at {math.degrees(q[i]):.3f} deg, limits "
+                    f"[{math.degrees(self.lower[i]):.3f}, {math.degrees(self.upper[i]):.3f}] deg "
+                    "(a start needs every joint within its limits): move it back inside")
+        rest = self.acceleration * self.commands.period_s
+        moving = np.flatnonzero(np.abs(last.velocity) > rest)
+        if moving.size:
+            i = int(moving[0])
+            return (f"the arm is moving: {self.joints[i]} at "
+                    f"{math.degrees(last.velocity[i]):.2f} deg/s (at rest below "
+                    f"{math.degrees(rest):.2f} deg/s): wait until it stops")
+        return None
 
     @_guarded
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -579,8 +648,12 @@ class IdentificationExecutor(LifecycleNode):
 
     def _command(self, position: np.ndarray, velocity: np.ndarray, now_ns: int) -> None:
         """Publish a command stamped ``now_ns`` [ns] (the time it was computed for)."""
-        position = np.clip(np.asarray(position, float), self.lower, self.upper)
-        velocity = np.asarray(velocity, float)
+        position = np.asarray(position, float)
+        velocity = np.array(velocity, dtype=float)
+        # a clipped position holds at the limit: no velocity further out with it
+        velocity[((position > self.upper) & (velocity > 0.0))
+                 | ((position < self.lower) & (velocity < 0.0))] = 0.0
+        position = np.clip(position, self.lower, self.upper)
         if not (np.all(np.isfinite(position)) and np.all(np.isfinite(velocity))):
             raise HumanoidBalanceError(f"non-finite command {position.tolist()} "
                                        f"{velocity.tolist()} not sent")
@@ -594,9 +667,11 @@ class IdentificationExecutor(LifecycleNode):
         if self._sent is not None:
             t, position, velocity = self._sent
             self._ramp = BrakingRamp(position, velocity, self.acceleration)
-            self._ramp_t0_ns = t
+            # its time only grows (a period for a step back of the clock): a clock going back
+            # does not hold the velocity
+            self._ramp_time = RampTime(t, self._period_ns())
         else:
-            self._ramp = None
+            self._ramp, self._ramp_time = None, None
         self._ending = (state, message)
         self._cause_is_input = cause_is_input
         self.state, self.message = "stopping", message
@@ -607,17 +682,21 @@ class IdentificationExecutor(LifecycleNode):
 
     def _ramp_step(self, now_ns: int) -> bool:
         """Send the braking ramp's command for ``now_ns``; True once the arm is at rest."""
-        ramp = self._ramp
-        if ramp is None:
+        ramp, ramp_time = self._ramp, self._ramp_time
+        if ramp is None or ramp_time is None:
             return True
-        elapsed = (now_ns - self._ramp_t0_ns) * 1e-9
+        elapsed = ramp_time.advance(now_ns)
         position, velocity = ramp.at(elapsed)
         self._command(position, velocity, now_ns)
         return elapsed >= ramp.duration
 
+    def _period_ns(self) -> int:
+        """The command period [ns]."""
+        return max(1, round(self.commands.period_s * 1e9))
+
     def _end_stop(self) -> None:
         self.state, self.message = self._ending
-        self._ramp = None
+        self._ramp, self._ramp_time = None, None
         if not self._active:  # deactivated during the run: the ramp is over, so are the timers
             self._destroy_timers()
 
@@ -625,23 +704,28 @@ class IdentificationExecutor(LifecycleNode):
         """Finish a braking ramp at once, on the wall clock (cleanup, shutdown, exit)."""
         if self.state != "stopping":
             return
-        ramp, start = self._ramp, time.monotonic()
-        period = 1.0 / float(self._p("rate"))
-        if ramp is not None:
-            offset_ns = self._now_ns() - self._ramp_t0_ns
-            while True:
-                elapsed_ns = offset_ns + int((time.monotonic() - start) * 1e9)
-                elapsed = elapsed_ns * 1e-9
-                position, velocity = ramp.at(elapsed)
+        ramp, ramp_time = self._ramp, self._ramp_time
+        if ramp is not None and ramp_time is not None:
+            # on from where the ramp is by the wall clock (the node's clock may have gone back:
+            # not used), stamped on from the last command sent
+            period_ns = self._period_ns()
+            stamp_ns = self._sent[0] if self._sent is not None else self._now_ns()
+            elapsed_ns, duration_ns = ramp_time.elapsed_ns, math.ceil(ramp.duration * 1e9)
+            wall = time.monotonic()
+            while elapsed_ns < duration_ns:  # the command at elapsed_ns went out already
+                time.sleep(period_ns * 1e-9)
+                now = time.monotonic()
+                step = max(int((now - wall) * 1e9), 1)
+                wall = now
+                elapsed_ns += step
+                stamp_ns += step
+                position, velocity = ramp.at(elapsed_ns * 1e-9)
                 try:
-                    self._command(position, velocity, self._ramp_t0_ns + elapsed_ns)
+                    self._command(position, velocity, stamp_ns)
                 except Exception:  # the context is going: nothing more can be sent
                     break
-                if elapsed >= ramp.duration:
-                    break
-                time.sleep(period)
         self.state, self.message = self._ending
-        self._ramp = None
+        self._ramp, self._ramp_time = None, None
 
     @_guarded
     def _on_timer(self) -> None:
@@ -653,6 +737,16 @@ class IdentificationExecutor(LifecycleNode):
             return
         if self.state != "running" or self._follower is None:
             return
+        if now_ns < self._clock_ns - CLOCK_BACK_TOLERANCE_NS:
+            back = (self._clock_ns - now_ns) * 1e-9
+            self._stop("failed", f"the node's clock went back {back:.3f} s during the run "
+                       "(simulation restarted, or use_sim_time changed?): start again",
+                       cause_is_input=False)
+            if self._ramp_step(now_ns):
+                self._end_stop()
+            return
+        # the plan is never sampled earlier than before (the clock may go back within tolerance)
+        self._clock_ns = plan_ns = max(self._clock_ns, now_ns)
         problem = self._input_problem(now, plausible=False)
         cause_is_input = problem is not None
         if problem is None:
@@ -668,10 +762,10 @@ class IdentificationExecutor(LifecycleNode):
             if self._ramp_step(now_ns):
                 self._end_stop()
             return
-        point = self._follower.at((now_ns - self._t0_ns) * 1e-9)
+        point = self._follower.at((plan_ns - self._t0_ns) * 1e-9)
         self._point = point
         self._command(point.position, point.velocity, now_ns)
-        if point.phase == "done" and self._arm_settled(now):
+        if point.phase == "done" and self._arm_settled(plan_ns * 1e-9):
             self._finish()
 
     def _arm_settled(self, now: float) -> bool:
@@ -746,10 +840,10 @@ class IdentificationExecutor(LifecycleNode):
             if self.state == "running":
                 self._stop("failed", message, cause_is_input=False)
             elif self.state == "stopping":
-                self._ramp = None
+                self._ramp, self._ramp_time = None, None
                 self.state, self.message = "failed", message
         except Exception as second:  # braking from a broken command: hold what was sent last
-            self._ramp = None
+            self._ramp, self._ramp_time = None, None
             self.state, self.message = "failed", f"{message}; then {second}"
         return message
 

@@ -405,6 +405,13 @@ def expected_refusal(rig: Rig, position: list[float], velocity: list[float],
         return "a velocity of"
     if np.any(np.abs(arrays[2]) > np.array([10.0, 10.0, 5.0, 5.0, 2.0, 2.0])):  # URDF efforts
         return "a torque of"
+    # a start also needs every joint within its limits to encoder noise (0.05 deg), and the arm
+    # at rest: slower than the acceleration limit times the command period (100 Hz)
+    noise = math.radians(0.05)
+    if np.any(arrays[0] < limits.lower - noise) or np.any(arrays[0] > limits.upper + noise):
+        return "left their limits"
+    if np.any(np.abs(arrays[1]) > math.radians(ACCELERATION_DEG_S2) / 100.0):
+        return "the arm is moving"
     return None
 
 

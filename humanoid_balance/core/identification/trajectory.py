@@ -321,3 +321,49 @@ class BrakingRamp:
         t = max(t, 0.0)
         return (self.position + self.velocity * (t - 0.5 * t * t / self.duration),
                 self.velocity * (1.0 - t / self.duration))
+
+
+class RampTime:
+    """The time elapsed on a braking ramp, from readings of a clock that may go back.
+
+    A ROS clock is not monotonic: a restarted simulation (or ``use_sim_time``
+    switched on) sets it back, possibly by years. Measured as ``now - start``
+    the elapsed time of a stop would then be negative and the ramp would hold
+    its start velocity. Here the elapsed time only grows: by the clock's
+    increment since the previous reading, and by one command period ``Δ`` for
+    a reading earlier than the previous one (the time base restarts there; the
+    command timer ticked once):
+
+    .. math::
+
+        \\tau_k = \\tau_{k-1} + \\begin{cases} t_k - t_{k-1} & t_k \\ge t_{k-1} \\\\
+        \\Delta & t_k < t_{k-1} \\end{cases}, \\qquad \\tau_0 = 0
+
+    So a command of the ramp is as far along it as the clock says time passed
+    since the one before (its stamp), a period after a step back, and a ramp of
+    duration ``T`` read every ``Δ`` ends within ``ceil(T / Δ)`` readings
+    whatever the clock does.
+
+    Args:
+        start_ns: the clock reading [ns] at the ramp's start (the last command's time).
+        period_ns: the command period [ns] (> 0), what a reading after a step back counts.
+    """
+
+    def __init__(self, start_ns: int, period_ns: int) -> None:
+        if period_ns <= 0:
+            raise ConfigurationError(f"{period_ns=}: expected > 0 ns (the command period)")
+        self.period_ns = int(period_ns)
+        self.elapsed_ns = 0
+        self._previous_ns = int(start_ns)
+
+    @property
+    def elapsed(self) -> float:
+        """The time elapsed on the ramp [s]."""
+        return self.elapsed_ns * 1e-9
+
+    def advance(self, now_ns: int) -> float:
+        """Advance to the clock reading ``now_ns`` [ns]; the elapsed time [s] (never decreases)."""
+        step = int(now_ns) - self._previous_ns
+        self.elapsed_ns += step if step >= 0 else self.period_ns
+        self._previous_ns = int(now_ns)
+        return self.elapsed

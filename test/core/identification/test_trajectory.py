@@ -10,6 +10,7 @@ import pytest
 from humanoid_balance.core.identification.trajectory import (
     BrakingRamp,
     PlanFollower,
+    RampTime,
     identification_plan,
     rest_to_rest,
     rest_to_rest_duration,
@@ -131,3 +132,30 @@ def test_braking_ramp_refuses_a_non_finite_command() -> None:
     """Braking from a NaN command is refused (nothing sensible can be sent)."""
     with pytest.raises(ConfigurationError, match="non-finite"):
         BrakingRamp(np.full(6, math.nan), np.zeros(6), ACCELERATION)
+
+
+def test_ramp_time_never_goes_back_with_the_clock() -> None:
+    """A clock 20 s back mid-ramp: the ramp goes on one period per reading, and ends in v/a."""
+    period_ns = 10_000_000
+    ramp = BrakingRamp(STATIC, np.array([0.0, 0.0, 0.0, 0.0, 0.0, SPEED]), ACCELERATION)
+    clock = RampTime(1_000 * 10**9, period_ns)
+    readings = [1_000 * 10**9 + period_ns, 980 * 10**9, *(980 * 10**9 + k * period_ns
+                                                         for k in range(1, 20))]
+    velocities = [ramp.at(clock.advance(t))[1][5] for t in readings]
+    assert np.all(np.diff(velocities) <= 0.0)
+    assert np.all(-np.diff(velocities) <= ACCELERATION * period_ns * 1e-9 * (1 + 1e-12))
+    # v/a = 0.1 s: at rest (to rounding) on the 10th reading, exactly 0 from the 11th on
+    assert abs(velocities[9]) < 1e-12 and velocities[10:] == [0.0] * 11
+
+
+def test_ramp_time_follows_the_clock_forward() -> None:
+    """Forward readings (late ones too) advance the ramp by the time the clock says passed."""
+    clock = RampTime(0, 10_000_000)
+    assert [clock.advance(t) for t in (4_000_000, 30_000_000, 30_000_000)] == pytest.approx(
+        [0.004, 0.030, 0.030], abs=1e-15)
+
+
+def test_ramp_time_refuses_a_period_of_zero() -> None:
+    """A ramp time with no step is refused with the value."""
+    with pytest.raises(ConfigurationError, match="period_ns=0"):
+        RampTime(0, 0)
