@@ -23,7 +23,11 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
   waiting array of one foot with the n-th of the other; the pair takes the
   later arrival's stamp), so a loaded machine that delivers the feet's arrays
   milliseconds apart, or one foot's in a batch before the other's, still
-  joins every pair (after a lost array the feet are one FSR period apart).
+  joins every pair. Lost arrays of one foot leave the other's waiting after
+  every join (the pairs that many periods apart); after
+  :attr:`ArrivalPairer.RESYNC_JOINS` such joins in a row those waiting arrays are
+  dropped and the feet joined period with period again (``fsr_resyncs`` on
+  ``/diagnostics``, a warning).
 - Foot geometry from the URDF alone (:mod:`humanoid_balance.core.support`):
   the FSR points are the frames ``{side}.fsr_frames``, the support polygon is
   the hull of the frames ``{side}.contact_frames`` of the feet in contact (the
@@ -125,13 +129,22 @@ class ArrivalPairer:
     samples per foot); older ones are dropped (counted in ``dropped``): a foot
     whose arrays stop does not hold the other's, and old arrays are never
     joined to new ones. A lost array shifts the pairing by one sample (one FSR
-    period) for as long as the arrays keep coming.
+    period): the other foot then has arrays left waiting after every join (a
+    batch leaves some only until the other foot's batch comes). After
+    :attr:`RESYNC_JOINS` joins in a row that leave the same foot's arrays
+    waiting, those are dropped (counted in ``dropped`` and ``resyncs``): the next
+    arrays of the two feet are joined again. Measured before this rule: 40 lost
+    arrays of one foot kept the pairs 40 ms apart for as long as the stream ran.
 
     Args:
         sensors: the feet's keys.
         max_age_ns: how long a sample waits for the other foot's [ns].
         depth: samples kept per foot waiting for the other's.
     """
+
+    #: joins in a row leaving the same foot's arrays waiting before they are dropped (50 ms at
+    #: 1 kHz: far longer than a batch of one foot's arrays, which the other's batch clears)
+    RESYNC_JOINS = 50
 
     def __init__(self, sensors: Sequence[Hashable], max_age_ns: int = 100_000_000,
                  depth: int = 100) -> None:
@@ -141,6 +154,9 @@ class ArrivalPairer:
         self._waiting: dict[Hashable, deque[tuple[int, Any]]] = {s: deque() for s in self.sensors}
         #: samples dropped before their partner came
         self.dropped = 0
+        #: times the waiting arrays of one foot were dropped to join the feet period with period
+        self.resyncs = 0
+        self._backlog: tuple[Hashable | None, int] = (None, 0)  # (foot, joins in a row)
 
     def reset(self) -> None:
         """Forget the waiting samples (the counter is kept)."""
@@ -161,7 +177,26 @@ class ArrivalPairer:
         if not all(self._waiting.values()):
             return None
         chosen = {s: q.popleft() for s, q in self._waiting.items()}
+        self._track_backlog()
         return SampleSet(max(stamp for stamp, _ in chosen.values()), chosen)
+
+    def _track_backlog(self) -> None:
+        """After a join: count the joins in a row that leave one foot's arrays waiting; drop
+        them after :attr:`RESYNC_JOINS` (a loss of the other foot's, not a batch)."""
+        left = [s for s, q in self._waiting.items() if q]
+        if len(left) != 1:
+            self._backlog = (None, 0)
+            return
+        foot, joins = self._backlog
+        joins = joins + 1 if foot == left[0] else 1
+        if joins < self.RESYNC_JOINS:
+            self._backlog = (left[0], joins)
+            return
+        queue = self._waiting[left[0]]
+        self.dropped += len(queue)
+        queue.clear()
+        self.resyncs += 1
+        self._backlog = (None, 0)
 
 
 class ZmpEstimatorNode(Node):
@@ -400,9 +435,13 @@ class ZmpEstimatorNode(Node):
             self._drop("dropped_nonfinite", f"{side} foot: non-finite FSR force dropped "
                        f"({self.counts['dropped_nonfinite'] + 1} so far)")
             return
-        unpaired = self.pairer.dropped
+        unpaired, resyncs = self.pairer.dropped, self.pairer.resyncs
         joined = self.pairer.push(side, now, forces)  # no stamp: joined in arrival order
         self._period["unpaired"] += self.pairer.dropped - unpaired
+        if self.pairer.resyncs != resyncs:
+            self._warn(f"FSR arrays: the feet were joined {ArrivalPairer.RESYNC_JOINS} times in a "
+                       "row with one foot's arrays left waiting (the other's lost): those dropped, "
+                       "the feet joined period with period again")
         if joined is not None:
             self._on_joined(joined)
 
@@ -635,6 +674,7 @@ class ZmpEstimatorNode(Node):
         level, message = self.diagnostics_status()
         values: dict[str, Any] = dict(self.counts)
         values["dropped_unpaired"] = self.sync.dropped + self.pairer.dropped
+        values["fsr_resyncs"] = self.pairer.resyncs
         values["unheard_topics"] = self.listeners.unheard()
         out = self.last_output
         if out is not None:

@@ -497,3 +497,49 @@ def test_published_messages_read_back_as_built(harness: Any) -> None:
     assert [(p.x, p.y, p.z) for p in polygon.polygon.points] == \
         [(float(np.float32(x)), float(np.float32(y)), 0.0) for x, y in out.polygon]
     assert h.margins[-1] == float(out.margin)
+
+
+# --- the FSR arrays' join (ArrivalPairer) -----------------------------------------------------
+
+MS = 1_000_000
+
+
+def _joined_skews(lost: set[int], batches: int = 1, periods: int = 2000) -> tuple[list[int], Any]:
+    """Both feet's arrays every 1 ms (payload: its period), the right's of ``lost`` never
+    arriving, each foot's delivered in batches of ``batches`` periods (one foot's batch before
+    the other's); the left-minus-right period of every join, and the pairer."""
+    from humanoid_balance.nodes.zmp_estimator import ArrivalPairer
+
+    pairer = ArrivalPairer(("left", "right"), max_age_ns=100 * MS)
+    skews = []
+    for start in range(0, periods, batches):
+        for side in ("left", "right"):
+            for k in range(start, start + batches):
+                if side == "right" and k in lost:
+                    continue
+                joined = pairer.push(side, (start + batches) * MS, k)
+                if joined is not None:
+                    skews.append(joined.samples["left"][1] - joined.samples["right"][1])
+    return skews, pairer
+
+
+def test_lost_arrays_of_one_foot_are_resynchronised() -> None:
+    """40 right arrays lost: the joins are 40 periods apart only until RESYNC_JOINS joins in a
+    row left the left foot's arrays waiting, then period with period again (before: 40 ms apart
+    for as long as the stream ran)."""
+    from humanoid_balance.nodes.zmp_estimator import ArrivalPairer
+
+    skews, pairer = _joined_skews(set(range(100, 140)))
+    assert skews[:100] == [0] * 100
+    shifted = [s for s in skews if s != 0]
+    assert shifted == [-40] * ArrivalPairer.RESYNC_JOINS  # the left array 40 periods older
+    assert skews[-1000:] == [0] * 1000
+    assert pairer.resyncs == 1 and pairer.dropped == 40
+
+
+def test_batches_of_one_foot_before_the_other_are_no_loss() -> None:
+    """Each foot's arrays handed over in batches of 20 (the left's first): every array is joined
+    with the other foot's of its period, nothing dropped, no resynchronisation."""
+    skews, pairer = _joined_skews(set(), batches=20)
+    assert len(skews) == 2000 and set(skews) == {0}
+    assert pairer.resyncs == 0 and pairer.dropped == 0
