@@ -106,8 +106,8 @@ HELD_BACK_RAD = math.radians(1.0)
 #: clamped to the edge: a step of at most this); further out, enable refuses (measured: from
 #: 7 deg outside, the step to the edge reached 64 deg/s and saturated the current)
 ENABLE_RANGE_TOLERANCE_RAD = math.radians(0.2)
-#: servo periods between two DISABLE frames to a drive that reports enabled while the
-#: controller is idle or faulted (its feedback lags the first one by a period or two)
+#: servo periods after a DISABLE within which a drive may still report enabled (its feedback
+#: lags the frame by a period or two); one that still does after them is sent DISABLE again
 REDISABLE_EVERY = 25
 
 
@@ -364,7 +364,7 @@ class WaistController:
         self._stop_start_s = 0.0
         #: a stop before a disable was requested: commands are refused until the next enable
         self._commands_closed = False
-        self._redisable_cycle = -REDISABLE_EVERY  # when DISABLE was last re-sent (servo period)
+        self._disable_cycle = -REDISABLE_EVERY  # the servo period DISABLE was last sent in
 
     @property
     def cycles(self) -> int:
@@ -937,14 +937,14 @@ class WaistController:
 
     def _disable_stray_drives(self, samples: tuple[FeedbackSample | None, FeedbackSample | None],
                               now_s: float) -> None:
-        """Disabled: a drive whose fresh feedback says enabled is sent DISABLE again (at most
-        every :data:`REDISABLE_EVERY` periods): nothing holds it, its brake is released."""
+        """Disabled: a drive whose fresh feedback still says enabled :data:`REDISABLE_EVERY`
+        periods after the last DISABLE is sent DISABLE again: nothing holds it, its brake is
+        released (within those periods it is the feedback's lag behind a DISABLE just sent)."""
         stray = [node for node, sample in zip(self.nodes, samples, strict=True)
                  if sample is not None and sample.feedback.enabled
                  and now_s - sample.stamp_s <= self.config.feedback_timeout_s]
-        if not stray or self._cycle - self._redisable_cycle < REDISABLE_EVERY:
+        if not stray or self._cycle - self._disable_cycle < REDISABLE_EVERY:
             return
-        self._redisable_cycle = self._cycle
         self.messages.append(f"drive(s) {stray} report enabled while the controller is "
                              f"{self.state.value}: DISABLE sent again")
         self._disable_drives()
@@ -972,6 +972,7 @@ class WaistController:
 
     def _disable_drives(self) -> None:
         self._enabled_cycles = 0
+        self._disable_cycle = self._cycle
         for node in self.nodes:
             # bus off: the drives' watchdogs stop them (no setpoints come)
             with contextlib.suppress(CanBusError):
