@@ -20,7 +20,6 @@ whole (:meth:`humanoid_balance.core.arm_loop.ArmLoop._steps`).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -189,18 +188,9 @@ class ArmBalanceNode(LifecycleNode):
         try:
             if self._active and self.loop is not None:
                 self._stop("shutdown")
-                self._flush_commands()
+                self.commands.flush(FLUSH_TIMEOUT_S)
         finally:
             super().destroy_node()
-
-    def _flush_commands(self) -> None:
-        """Wait (at most ``FLUSH_TIMEOUT_S``) until every subscriber acknowledged the commands:
-        destroying the publisher right after the ramp drops what a reader has not yet
-        acknowledged, and its last command would stay a moving one."""
-        from rclpy.duration import Duration
-
-        with contextlib.suppress(Exception):  # the context is going: nothing more can be sent
-            self.commands.publisher.wait_for_all_acked(Duration(seconds=FLUSH_TIMEOUT_S))
 
     def _stop(self, reason: str) -> None:
         """The loop's deceleration to standstill, one hold per period (at most v_max / a_min)."""

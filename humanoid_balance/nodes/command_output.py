@@ -9,6 +9,7 @@ period it already has an answer to).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -92,3 +93,16 @@ class CommandOutput:
         if self.interface == "joint_state":
             self._last = cdr.with_stamp(self._last, stamp_ns)
         self.publisher.publish(self._last)
+
+    def flush(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until every subscriber acknowledged the commands.
+
+        Destroying the publisher right after a braking ramp's last (at rest) command drops
+        what a reader has not yet acknowledged: on a loaded machine the arm's driver then
+        kept a moving command as the last one. Errors are ignored: the context may be going,
+        and nothing more can be sent then.
+        """
+        from rclpy.duration import Duration
+
+        with contextlib.suppress(Exception):
+            self.publisher.wait_for_all_acked(Duration(seconds=timeout_s))

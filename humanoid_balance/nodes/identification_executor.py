@@ -60,7 +60,6 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
@@ -413,21 +412,9 @@ class IdentificationExecutor(LifecycleNode):
                 self._stop("cancelled", "node stopped during the run", cause_is_input=False)
             self._brake_now()
             if braking:
-                self._flush_commands()
+                self.commands.flush(FLUSH_TIMEOUT_S)
         finally:
             super().destroy_node()
-
-    def _flush_commands(self) -> None:
-        """Wait (at most ``FLUSH_TIMEOUT_S``) until every subscriber acknowledged the commands.
-
-        Destroying the publisher right after the braking ramp's last (at rest) command
-        drops what a reader has not yet acknowledged: on a loaded machine the arm's
-        driver then kept a moving command as the last one.
-        """
-        from rclpy.duration import Duration
-
-        with contextlib.suppress(Exception):  # the context is going: nothing more can be sent
-            self.commands.publisher.wait_for_all_acked(Duration(seconds=FLUSH_TIMEOUT_S))
 
     def _destroy_timers(self) -> None:
         destroy_timers(self, self._timer, self._diag_timer)
