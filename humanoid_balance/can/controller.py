@@ -362,6 +362,7 @@ class WaistController:
         self._stop_from: WaistTrajectory | None = None
         self._stop_plan: StopPlan | None = None
         self._stop_start_s = 0.0
+        self._stop_end_s = 0.0  # when the plan rests (its duration taken once, not every period)
         #: a stop before a disable was requested: commands are refused until the next enable
         self._commands_closed = False
         self._disable_cycle = -REDISABLE_EVERY  # the servo period DISABLE was last sent in
@@ -888,7 +889,8 @@ class WaistController:
             plan = plan_stop(q0, v0, self.config.acceleration_limit_rad_s2, (p_lo, r_lo),
                              (p_hi, r_hi))
             self._stop_plan, self._stop_start_s, self._stop_from = plan, now_s, None
-        if now_s - self._stop_start_s < plan.duration_s:
+            self._stop_end_s = now_s + plan.duration_s
+        if now_s < self._stop_end_s:
             return True
         end = plan.end_position
         self._hold_q = (end[0], end[1])
