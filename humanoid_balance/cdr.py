@@ -170,10 +170,17 @@ class JointStateReader:
 
     A publisher sends the same names in every message: the reader keeps the
     bytes of the last names and decodes the names again only when they change.
+    The padding between the strings is left out of that comparison: Fast CDR
+    does not clear it (a message serialized by rclpy or a C++ node carries
+    whatever was in its buffer there), so the names' bytes differ from one
+    message to the next although the names do not.
     """
 
     def __init__(self) -> None:
+        #: the last names' bytes (count, then each string's length and characters), the
+        #: padding zeroed; ``_names_mask``: 0xFF on those bytes, 0 on the padding
         self._names_bytes = b""
+        self._names_mask = np.zeros(0, dtype=np.uint8)
         self._names: tuple[str, ...] = ()
         #: the last message's length, where its names ended and, per array, where its count
         #: is, the count and where its values start: a message of that length whose names end
@@ -190,7 +197,7 @@ class JointStateReader:
             stamp, frame_id, offset = _read_header(data, "JointState")
             start = _align(offset, 4)
             known = self._names_bytes
-            if known and data[start:start + len(known)] == known:
+            if known and self._same_names(data, start):
                 names = self._names
                 offset = start + len(known)
                 length, names_end, arrays = self._layout
@@ -209,11 +216,20 @@ class JointStateReader:
                 (count,) = _UINT32.unpack_from(data, start)
                 offset = start + 4
                 decoded = []
+                significant = [(start, offset)]  # the count, then each string, not the padding
                 for _ in range(count):
-                    name, offset = _string(data, offset)
+                    name, end = _string(data, offset)
+                    significant.append((_align(offset, 4), end))  # length, characters
                     decoded.append(name)
+                    offset = end
                 names = tuple(decoded)
-                self._names_bytes, self._names = bytes(data[start:offset]), names
+                mask = np.zeros(offset - start, dtype=np.uint8)
+                for first, end in significant:
+                    mask[first - start:end - start] = 0xFF
+                self._names_mask = mask
+                self._names_bytes = (np.frombuffer(data, np.uint8, offset - start, start)
+                                     & mask).tobytes()
+                self._names = names
             names_end = offset
             layout: list[tuple[int, int, int]] = []
             values: list[np.ndarray] = []
@@ -228,6 +244,17 @@ class JointStateReader:
                 raise
             raise InvalidInputError(f"JointState of {len(data)} bytes: {error}") from error
         return JointStateSample(stamp, frame_id, names, *values)
+
+    def _same_names(self, data: bytes, start: int) -> bool:
+        """Whether ``data`` holds the last names at ``start``, padding aside."""
+        known = self._names_bytes
+        end = start + len(known)
+        if data[start:end] == known:  # zeroed padding (this package's writers)
+            return True
+        if end > len(data):
+            return False
+        view = np.frombuffer(data, np.uint8, len(known), start)
+        return (view & self._names_mask).tobytes() == known
 
 
 def read_float64_multi_array(data: bytes) -> np.ndarray:

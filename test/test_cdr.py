@@ -122,6 +122,40 @@ def test_joint_state_reader_reuses_names_only_when_their_bytes_match() -> None:
         assert _bits(read.velocity) == _bits(msg.velocity)
 
 
+def _with_padding(data: bytes, names: list[str], fill: int) -> bytes:
+    """``data`` (a JointState with an empty frame id) with every padding byte after the
+    frame id and after each name set to ``fill``: Fast CDR leaves those bytes as they were
+    in its buffer."""
+    out = bytearray(data)
+    offset = 16 + 1  # encapsulation, stamp, frame id length, frame id "" (its null byte)
+    for name in [None, *names]:
+        aligned = offset + (-(offset - 4) % 4)
+        out[offset:aligned] = bytes([fill]) * (aligned - offset)
+        offset = aligned + 4 if name is None else aligned + 4 + len(name) + 1
+    return bytes(out)
+
+
+def test_joint_state_reader_reuses_names_whatever_their_padding_holds(monkeypatch: Any) -> None:
+    """The names are decoded once for a publisher whose padding bytes change every message
+    (a Fast CDR publisher: rclpy, a C++ node), and again when a name changes."""
+    from sensor_msgs.msg import JointState
+
+    decoded = []
+    string = cdr._string
+    monkeypatch.setattr(cdr, "_string", lambda *a: decoded.append(1) or string(*a))
+    reader = cdr.JointStateReader()
+    names = ["a", "bc", "def", "ghij", "left_knee"]  # every padding length 0 to 3
+    msg = JointState(name=names, position=[0.5] * 5)
+    for fill in range(40):
+        read = reader.read(_with_padding(serialize_message(msg), names, fill * 37 % 256))
+        assert read.names == tuple(names)
+        assert _bits(read.position) == _bits(msg.position)
+    assert len(decoded) == len(names)  # the first message only
+    msg.name = changed = ["a", "bc", "dXf", "ghij", "left_knee"]
+    assert reader.read(_with_padding(serialize_message(msg), changed, 7)).names == tuple(changed)
+    assert len(decoded) == 2 * len(names)
+
+
 def test_joint_state_reader_reuses_array_offsets_only_when_the_layout_matches() -> None:
     """The layout cache: one publisher's names with frames and array counts that move the
     arrays, some of the same total length as the message before (counts swapped between
