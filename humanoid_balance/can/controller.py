@@ -137,6 +137,8 @@ class WaistControllerConfig:
         command_timeout_s: command life after its end (see module doc).
         feedback_timeout_s: drive silence taken as a lost drive.
         inclinometer_timeout_s: older inclinometer samples are not used (encoders instead).
+        homing_tolerance_rad: largest difference between the encoders' joint angles and a
+            fresh inclinometer sample at which :meth:`WaistController.enable` enables.
         limit_policy: ``refuse`` or ``clamp`` for trajectory points beyond the range.
         velocity_limit_rad_s: joint speed bound of the shaped reference (URDF: 60 deg/s).
         acceleration_limit_rad_s2: joint acceleration bound of the shaped reference (commands,
@@ -155,6 +157,7 @@ class WaistControllerConfig:
     command_timeout_s: float = 0.5
     feedback_timeout_s: float = 0.01
     inclinometer_timeout_s: float = 0.1
+    homing_tolerance_rad: float = math.radians(2.0)
     limit_policy: str = "refuse"
     velocity_limit_rad_s: float = math.radians(60.0)
     acceleration_limit_rad_s2: float = math.radians(30.0)
@@ -168,7 +171,7 @@ class WaistControllerConfig:
             raise ConfigurationError(
                 f"outer_rate must be in (0, servo_rate = {servo_rate:g}] Hz, got {self.outer_rate_hz}")
         for name in ("command_timeout_s", "feedback_timeout_s", "inclinometer_timeout_s",
-                     "velocity_limit_rad_s",
+                     "homing_tolerance_rad", "velocity_limit_rad_s",
                      "acceleration_limit_rad_s2", "outer_gain_per_s", "droop_gain_per_s"):
             value = getattr(self, name)
             if not math.isfinite(value) or (value <= 0.0 and not name.endswith("gain_per_s")) \
@@ -352,6 +355,9 @@ class WaistController:
         self._q_ref = ZERO
         self._cycle = 0
         self._inclinometer: tuple[Pair, float] | None = None
+        #: at the last enable: the encoders agreed with a fresh inclinometer sample (True), or
+        #: there was none to check them against (False); None before any enable
+        self.encoders_checked: bool | None = None
         self._enabled_cycles = 0
         self._enabled_at_s = -math.inf
         self._enable_requested_s = -math.inf
@@ -416,12 +422,16 @@ class WaistController:
             raise CanBusError(
                 "cannot enable: no fresh feedback from both drives; check the bus and the drives "
                 "(the loop polls them while disabled)")
-        outside = self._outside_range(_mul(self._j_qw, theta))
+        q_encoders = _mul(self._j_qw, theta)
+        outside = self._outside_range(q_encoders)
         if outside:
             raise InvalidInputError(
                 f"cannot enable: {outside}, more than {math.degrees(ENABLE_RANGE_TOLERANCE_RAD):g} "
                 "deg outside the joint range: holding it would step the waist to the edge; "
                 "configure limits that include this pose, then command it into the range")
+        unhomed = self._encoder_zero_problem(q_encoders, now_s)
+        if unhomed:
+            raise InvalidInputError(f"cannot enable: {unhomed}")
         self._trajectory = None
         self._stop_from, self._stop_plan = None, None
         self._commands_closed = False
@@ -675,6 +685,34 @@ class WaistController:
         if self._trajectory is not None:
             self._command_deadline_s = (max(self._command_received_s, self._trajectory.end_s)
                                         + config.command_timeout_s)
+
+    def _encoder_zero_problem(self, q_encoders: Pair, now_s: float) -> str | None:
+        """Why the encoders' joint angles disagree with a fresh inclinometer sample, or None.
+
+        The drives' encoders are incremental: they count from where the drives were powered
+        on, and the joint angles are taken from them (``J_qw theta``). Powered on away from
+        (0, 0), the waist is somewhere else than the controller believes; its range limits
+        then guard the wrong angles, and the outer loop corrects at most
+        :data:`OFFSET_LIMIT_RAD`. Sets :attr:`encoders_checked` (False: no fresh sample to
+        check against).
+        """
+        incl = self._inclinometer
+        if incl is None or now_s - incl[1] > self.config.inclinometer_timeout_s:
+            self.encoders_checked = False
+            return None
+        (pitch, roll), _ = incl
+        apart = max(abs(pitch - q_encoders[0]), abs(roll - q_encoders[1]))
+        if apart > self.config.homing_tolerance_rad:
+            return (f"the encoders put the waist at ({math.degrees(q_encoders[0]):.2f}, "
+                    f"{math.degrees(q_encoders[1]):.2f}) deg (pitch, roll), the inclinometer at "
+                    f"({math.degrees(pitch):.2f}, {math.degrees(roll):.2f}) deg: "
+                    f"{math.degrees(apart):.2f} deg apart, more than homing_tolerance="
+                    f"{math.degrees(self.config.homing_tolerance_rad):g} deg. The drives' "
+                    "incremental encoders count from where they were powered on: power them on "
+                    "with the waist at (0, 0) deg (or home them), and check the inclinometer's "
+                    "mounting")
+        self.encoders_checked = True
+        return None
 
     def on_inclinometer(self, pitch_rad: float, roll_rad: float, now_s: float) -> bool:
         """Store an inclinometer sample; False (ignored) if non-finite."""

@@ -270,7 +270,9 @@ class SimulatedWaist:
         torso: the carried load; None = no built-in load (inertia ``load_inertia_kg_m2``,
             torque only from :meth:`set_load_torque`).
         load_inertia_kg_m2: joint inertia ``[pitch, roll]`` when ``torso`` is None.
-        initial_joint_rad: starting ``[pitch, roll]``; the encoders count from q = 0.
+        initial_joint_rad: starting ``[pitch, roll]``.
+        encoder_zero_joint_rad: the ``[pitch, roll]`` the encoders count from (q = 0: homed;
+            ``initial_joint_rad``: incremental encoders powered on where the waist stands).
         substep_s: physics sub-step.
         bus: an already-open python-can bus to use instead of opening ``channel``.
     """
@@ -279,6 +281,7 @@ class SimulatedWaist:
                  motor: MotorParameters | None = None, torso: TorsoLoad | None = None,
                  load_inertia_kg_m2: tuple[float, float] = (2.6, 2.3),
                  initial_joint_rad: tuple[float, float] = (0.0, 0.0),
+                 encoder_zero_joint_rad: tuple[float, float] = (0.0, 0.0),
                  substep_s: float = 2.5e-4, bus: can.BusABC | None = None) -> None:
         if not math.isfinite(substep_s) or not 0.0 < substep_s <= 1e-3:
             raise ConfigurationError(f"substep_s must be in (0, 1 ms], got {substep_s}")
@@ -301,6 +304,9 @@ class SimulatedWaist:
         self.substep_s = substep_s
         self.time_s = 0.0
         self.theta = self.waist.motor_from_joint(np.asarray(initial_joint_rad, dtype=float))
+        #: shaft angles [rad] at which the drives' position counts are 0
+        self._theta_zero = tuple(float(v) for v in self.waist.motor_from_joint(
+            np.asarray(encoder_zero_joint_rad, dtype=float)))
         self.omega = np.zeros(2)
         self.current = np.zeros(2)
         self.external_joint_torque = np.zeros(2)
@@ -509,7 +515,7 @@ class SimulatedWaist:
 
     def _feedback(self, drive: SimulatedDrive) -> can.Message:
         k = drive.node_id - 1
-        counts = rad_to_counts(float(self.theta[k]), self.params.counts_per_rev)
+        counts = rad_to_counts(float(self.theta[k]) - self._theta_zero[k], self.params.counts_per_rev)
         return self.protocol.encode_feedback(
             drive.node_id, counts, float(self.current[k]), enabled=drive.enabled,
             fault=drive.faulted, watchdog=drive.fault_code == FaultCode.WATCHDOG,

@@ -274,6 +274,7 @@ class WaistControllerNode(LifecycleNode):
             command_timeout_s=float(self._param("command_timeout")),
             feedback_timeout_s=float(self._param("feedback_timeout")),
             inclinometer_timeout_s=float(self._param("inclinometer_timeout")),
+            homing_tolerance_rad=math.radians(float(self._param("homing_tolerance"))),
             limit_policy=str(self._param("limit_policy")), bitrate=int(self._param("can.bitrate")),
             velocity_limit_rad_s=math.radians(float(self._param("velocity_limit"))),
             acceleration_limit_rad_s2=math.radians(float(self._param("acceleration_limit"))),
@@ -419,7 +420,7 @@ class WaistControllerNode(LifecycleNode):
         ctl = self.controller
         if ctl is None:
             return "not configured"
-        renew = [True]
+        renew, final = [True], [False]
 
         def attempt(now: float) -> str:
             try:
@@ -429,6 +430,12 @@ class WaistControllerNode(LifecycleNode):
                     if cause:
                         return f"the fault's cause is still there: {cause}"
                 ctl.enable(now)
+            except InvalidInputError as exc:
+                # the pose outside the range, or the encoders disagreeing with the inclinometer:
+                # no retry (this executor takes no inclinometer sample meanwhile: a retry once
+                # the sample went stale would enable unchecked)
+                final[0] = True
+                return str(exc)
             except HumanoidBalanceError as exc:
                 return str(exc)
             return ""
@@ -438,7 +445,7 @@ class WaistControllerNode(LifecycleNode):
             error = self._between_periods(attempt)
             if not error:
                 break
-            if self._waited_enough(ctl, *started):
+            if final[0] or self._waited_enough(ctl, *started):
                 return error
             time.sleep(0.01)
         with self._lock:
@@ -450,6 +457,12 @@ class WaistControllerNode(LifecycleNode):
                 if ctl.state == ControllerState.FAULT:
                     return f"the drives faulted again after enabling: {ctl.fault_reason}"
                 if ctl.drives_report_enabled(enabled_at):
+                    if not ctl.encoders_checked:
+                        self.get_logger().warning(
+                            "enabled without checking the encoders against the inclinometer (no "
+                            "/waist/inclinometer sample within inclinometer_timeout): the drives' "
+                            "incremental encoders count from power-on, so the joint angles and "
+                            "limits are right only if the drives were powered on at (0, 0) deg")
                     return ""
                 if self._waited_enough(ctl, *started):
                     ctl.disable()
@@ -810,6 +823,8 @@ class WaistControllerNode(LifecycleNode):
         level = ERROR if state == ControllerState.FAULT else OK
         summary: dict[str, Any] = {"state": state.value, "bus_load_pct": ctl.bus_load.percent,
                                    "commands_refused": self._commands_refused, **bus.counters()}
+        if ctl.encoders_checked is not None:  # against the inclinometer at the last enable
+            summary["encoders_checked"] = ctl.encoders_checked
         if periods:  # the servo thread's timing since the last /diagnostics
             summary.update(servo_periods=periods,
                            servo_period_error_mean_us=1e6 * late_sum_s / periods,

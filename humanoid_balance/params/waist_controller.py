@@ -110,6 +110,9 @@ SPEC = ParamSpec("waist_controller", [
     Param("feedback_timeout", 0.01, "drive silence that disables both drives", "s", **_POS),
     Param("inclinometer_timeout", 0.1, "older inclinometer samples: the encoders are used", "s",
           **_POS, maximum=3600.0, dynamic=True),
+    Param("homing_tolerance", 2.0, "enable refuses when a fresh inclinometer sample and the "
+          "encoders differ by more (the drives' incremental encoders count from power-on)",
+          "deg", **_POS, maximum=45.0),
     Param("publish_rate", 100.0, "/joint_states and /waist/tracking_error", "Hz", **_POS),
     Param("diagnostics_rate", 10.0, "/waist/motor_states and /diagnostics", "Hz", **_POS),
     Param("spin_margin", 0.0003, "the servo thread busy-waits this long before each deadline",

@@ -326,6 +326,79 @@ def test_enable_outside_the_range(pitch_deg: float, enabled: bool) -> None:
         sim.close()
 
 
+def _unhomed_rig(standing_deg: tuple[float, float], counting_from_deg: tuple[float, float]) -> Rig:
+    """The 25 kg torso standing at ``standing_deg``; the drives' encoders count from
+    ``counting_from_deg`` (where they were powered on); polled, not enabled."""
+    channel = f"waist_safety_{next(_channels)}"
+    standing = (math.radians(standing_deg[0]), math.radians(standing_deg[1]))
+    sim = SimulatedWaist(channel=channel, torso=TorsoLoad(), initial_joint_rad=standing,
+                         encoder_zero_joint_rad=(math.radians(counting_from_deg[0]),
+                                                 math.radians(counting_from_deg[1])))
+    bus = WaistCanBus(channel=channel, use_notifier=False, clock=lambda: sim.time_s)
+    rig = Rig(sim, bus, WaistController(WaistControllerConfig(), bus))
+    rig.run(3)
+    return rig
+
+
+@pytest.mark.parametrize(("inclinometer_deg", "enabled"), [
+    ((20.0, 3.0), False),  # the drives were powered on at (20, 3) deg: the encoders say (0, 0)
+    ((1.9, 0.0), True),  # within homing_tolerance (2 deg): a mounting error the outer loop takes
+    ((2.1, 0.0), False),
+    (None, True),  # no sample to check against: enabled, encoders_checked False
+])
+def test_enable_checks_the_encoders_against_the_inclinometer(
+        inclinometer_deg: tuple[float, float] | None, enabled: bool) -> None:
+    """Incremental encoders count from where the drives were powered on: with the torso at
+    (20, 3) deg and the drives powered on there, the encoders put the waist at (0, 0) deg and
+    every range limit guards the wrong angle. A fresh inclinometer sample more than
+    homing_tolerance from the encoders refuses the enable, naming both; no sample enables
+    unchecked (encoders_checked False)."""
+    standing = (20.0, 3.0) if inclinometer_deg in (None, (20.0, 3.0)) else (0.0, 0.0)
+    r = _unhomed_rig(standing, counting_from_deg=standing)
+    try:
+        if inclinometer_deg is not None:
+            r.ctl.on_inclinometer(math.radians(inclinometer_deg[0]),
+                                  math.radians(inclinometer_deg[1]), r.now)
+        if not enabled:
+            pitch, roll = inclinometer_deg  # type: ignore[misc]
+            with pytest.raises(InvalidInputError, match=(
+                    r"the encoders put the waist at \(-?0.00, -?0.00\) deg \(pitch, roll\), the "
+                    rf"inclinometer at \({pitch:.2f}, {roll:.2f}\) deg: {max(pitch, roll):.2f} "
+                    r"deg apart, more than homing_tolerance=2 deg")):
+                r.ctl.enable(r.now)
+            r.run(100)
+            assert r.ctl.state == ControllerState.IDLE
+            assert not any(d.enabled for d in r.sim.drives)
+            return
+        r.ctl.enable(r.now)
+        r.run(100)
+        assert r.ctl.state == ControllerState.HOLDING
+        assert r.ctl.encoders_checked is (inclinometer_deg is not None)
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
+def test_a_stale_inclinometer_sample_is_not_checked_against() -> None:
+    """A disagreeing sample older than inclinometer_timeout decides nothing: the enable goes
+    ahead unchecked (the controller uses the encoders alone then, as it does while running)."""
+    r = _unhomed_rig((0.0, 0.0), (0.0, 0.0))
+    try:
+        r.ctl.on_inclinometer(math.radians(10.0), 0.0, r.now)
+        r.run(round(0.15 / DT))  # 0.15 s > inclinometer_timeout 0.1 s
+        r.ctl.enable(r.now)
+        r.run(50)
+        assert r.ctl.state == ControllerState.HOLDING and r.ctl.encoders_checked is False
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
+def test_homing_tolerance_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="homing_tolerance_rad must be finite and > 0"):
+        WaistControllerConfig(homing_tolerance_rad=0.0)
+
+
 def test_silent_drive_disables_both_motors(rig: Rig) -> None:
     """A drive that stops answering -> FAULT, both drives disabled, reason reported."""
     rig.sim.stop_answering(2)

@@ -245,6 +245,54 @@ def test_outer_gain_decides_whether_the_inclinometer_moves_the_waist(probe: Prob
         assert lifecycle.change("deactivate") and lifecycle.change("activate")
 
 
+def test_enable_refused_while_the_inclinometer_disagrees_with_the_encoders(probe: Probe,
+                                                                          view: Waist) -> None:
+    """The inclinometer 5 deg from the encoders (drives powered on away from (0, 0), or the
+    sensor mounted off): ``/waist/enable true`` is refused with both angles and the drives stay
+    disabled; 0.3 deg from them it enables, and /diagnostics says the encoders were checked."""
+    from sensor_msgs.msg import Imu
+    from std_srvs.srv import SetBool
+
+    publisher = probe.publisher(Imu, "/waist/inclinometer")
+    probe.wait_for_subscribers(publisher)
+    apart = [5.0]
+
+    def send() -> None:  # at 50 Hz (the enable waits up to 0.3 s; samples stay fresh 0.1 s)
+        msg = Imu()
+        half = math.radians(view.pitch_deg() + apart[0]) / 2.0
+        msg.orientation.y, msg.orientation.w = math.sin(half), math.cos(half)
+        publisher.publish(msg)
+
+    def enable(on: bool) -> Any:
+        return probe.call(SetBool, "/waist/enable", SetBool.Request(data=on))
+
+    set_ok(probe, "outer_gain", 0.0)  # the samples must not move the waist once enabled
+    timer = probe.node.create_timer(0.02, send)
+    try:
+        assert enable(False).success
+        # the node takes no sample while it answers a request (the stop): let it take fresh ones,
+        # else the enable finds none within inclinometer_timeout and enables unchecked
+        probe.spin(0.3)
+        answer = enable(True)
+        assert not answer.success
+        assert "the encoders put the waist at (5.0" in answer.message, answer.message
+        assert "the inclinometer at (10.0" in answer.message, answer.message
+        assert "more than homing_tolerance=2 deg" in answer.message, answer.message
+        assert view.wait_status(lambda s: s.message == "idle")
+        apart[0] = 0.3
+        probe.spin(0.3)  # the node has taken the new samples
+        answer = enable(True)
+        assert answer.success, answer.message
+        assert view.wait_status(lambda s: _value(s, "encoders_checked") == "True"
+                                and s.message == "holding")
+    finally:
+        probe.node.destroy_timer(timer)
+        set_ok(probe, "outer_gain", 2.0)
+        probe.spin(0.3)  # the samples go stale
+        if view.status() is None or view.status().message != "holding":
+            assert enable(True).success  # the next test finds the waist held
+
+
 @pytest.mark.parametrize(("name", "value", "reason"), [
     ("velocity_limit", math.nan, "velocity_limit=nan: must be finite"),
     ("acceleration_limit", -1.0, "acceleration_limit=-1.0: must be > 0"),
