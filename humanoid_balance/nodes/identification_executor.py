@@ -84,7 +84,9 @@ from std_srvs.srv import Trigger
 from humanoid_balance.core.identification.estimation import Estimate
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
+    joint_line,
     optimise_static_configurations,
+    path_clearance,
 )
 from humanoid_balance.core.identification.procedure import (
     TimingQuality,
@@ -331,18 +333,36 @@ class IdentificationExecutor(LifecycleNode):
         if self._p("optimize_configuration"):
             statics = self._optimised_statics(static, ranges)
         self.plan = identification_plan(statics, ranges, math.radians(float(self._p("speed"))))
+        previous: np.ndarray | None = None
         for sweep in self.plan:
             q = sweep.start_configuration()
             if np.any(q < self.lower) or np.any(q > self.upper):
                 raise ConfigurationError(
                     f"static configuration {np.degrees(q).round(1).tolist()} deg of "
                     f"{self.joints[sweep.joint]}'s sweep is outside the joint limits")
-            distance, pair = self.clearance.min_distance(q)
-            if distance < float(self._p("clearance")):
-                raise ConfigurationError(
-                    f"static configuration of {self.joints[sweep.joint]}'s sweep leaves "
-                    f"{distance * 1e3:.1f} mm between {pair}, less than clearance: "
-                    "choose another static_configuration")
+            # the whole path, not only where each sweep starts: the sweep, and the move to its
+            # start from the sweep before (from another static configuration when optimised)
+            end = q.copy()
+            end[sweep.joint] = sweep.end
+            name = f"{self.joints[sweep.joint]}'s sweep"
+            if previous is not None:
+                problem = self._path_problem(f"the move to {name}", joint_line(previous, q))
+                if problem:
+                    raise ConfigurationError(f"{problem}: choose another static_configuration")
+            problem = self._path_problem(name, joint_line(q, end))
+            if problem:
+                raise ConfigurationError(f"{problem}: choose another static_configuration or a "
+                                         "smaller sweep_half_range")
+            previous = q
+
+    def _path_problem(self, what: str, path: np.ndarray) -> str | None:
+        """Why ``path`` (k, n) [rad] comes closer than ``clearance``, or None."""
+        closest = path_clearance(self.clearance, path)
+        if closest.distance >= float(self._p("clearance")):
+            return None
+        return (f"{what} passes {closest.distance * 1e3:.1f} mm between {closest.pair} at "
+                f"{np.degrees(closest.configuration).round(1).tolist()} deg, less than "
+                f"clearance {float(self._p('clearance')) * 1e3:.1f} mm")
 
     def _optimised_statics(self, static: np.ndarray, ranges: Sequence[tuple[float, float]]
                            ) -> list[np.ndarray]:
@@ -585,6 +605,12 @@ class IdentificationExecutor(LifecycleNode):
         if problem is None:
             assert self._last is not None
             problem = self._clearance_problem(self._last.position)
+        if problem is None:
+            assert self._last is not None
+            first = self.plan[0]
+            problem = self._path_problem(
+                f"the move from here to {self.joints[first.joint]}'s sweep",
+                joint_line(self._last.position, first.start_configuration()))
         if problem is None:
             problem = output_problem(str(self._p("output_path")))
         return None if problem is None else f"refused to start: {problem}"

@@ -270,6 +270,46 @@ def test_optimised_configuration_keeps_clearance(rclpy_context: Any) -> None:
         h.close()
 
 
+def test_a_sweep_through_a_collision_is_refused_at_configure(rclpy_context: Any) -> None:
+    """Every sweep of static [-44, 97, 66, 93, -1, 65] deg starts more than 2 cm clear (all
+    that was checked before), but joint4's, from 63 deg to its 120 deg limit, ends with link3
+    1.7 mm into link5: configure fails, naming the sweep, the pair and where."""
+    from rclpy.parameter import Parameter
+
+    from humanoid_balance.exceptions import ConfigurationError
+    from humanoid_balance.nodes.identification_executor import IdentificationExecutor
+
+    node = IdentificationExecutor(context=rclpy_context, parameter_overrides=[Parameter(
+        "static_configuration", value=[-44.0, 97.0, 66.0, 93.0, -1.0, 65.0])])
+    try:
+        with pytest.raises(ConfigurationError, match=(
+                r"joint4's sweep passes -?\d+\.\d mm between \S+ / \S+ at \[.*\] deg, less than "
+                r"clearance 10\.0 mm: choose another static_configuration or a smaller "
+                r"sweep_half_range")):
+            node._configure_model()
+    finally:
+        node.destroy_node()
+
+
+def test_start_refused_when_the_move_to_the_first_sweep_passes_a_collision(
+        fast_harness: Harness) -> None:
+    """The arm at [-24, 0, 104, 82, -56, 14] deg (31 mm clear) would pass link5 through the
+    base on the straight move to the first sweep's start (joint6's: the sweeps run from the
+    last joint back): start is refused, saying so, and nothing is commanded."""
+    assert fast_harness.sim is not None
+    fast_harness.sim.reset(dict(zip(fast_harness.sim.joint_names,
+                                    np.radians([-24.0, 0.0, 104.0, 82.0, -56.0, 14.0]),
+                                    strict=True)))
+    fast_harness.activate()
+    fast_harness.spin(0.5)
+    result = fast_harness.call(fast_harness.start_client)
+    assert not result.success
+    assert result.message.startswith(
+        "refused to start: the move from here to joint6's sweep passes "), result.message
+    assert "between base_link_0 / link5_0" in result.message, result.message
+    assert fast_harness.node.state != "running"
+
+
 def test_identify_command_reports_a_missing_bag(tmp_path: Path, capsys: Any) -> None:
     """`humanoid-balance identify` on a missing bag prints why on stderr and returns 2 (a user error)."""
     from humanoid_balance.cli import main

@@ -81,6 +81,40 @@ class ClearanceChecker:
         return float(distances[k]), f"{objects[pair.first].name} / {objects[pair.second].name}"
 
 
+#: rad, largest joint step between two configurations checked along a path: 0.1 deg moves a
+#: point 0.6 m from the axis (the arm's reach) 1 mm, a tenth of the default clearance
+PATH_STEP_RAD = math.radians(0.1)
+
+
+def joint_line(a: np.ndarray, b: np.ndarray, step: float = PATH_STEP_RAD) -> np.ndarray:
+    """Configurations (k, n) on the straight joint-space line from ``a`` to ``b`` (both
+    included), no joint moving more than ``step`` [rad] between two."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    count = max(1, math.ceil(float(np.abs(b - a).max(initial=0.0)) / step))
+    line = a + np.linspace(0.0, 1.0, count + 1)[:, None] * (b - a)
+    line[-1] = b  # a + 1.0 (b - a) may miss b by a rounding
+    return line
+
+
+@dataclass(frozen=True)
+class PathClearance:
+    """The closest approach along a path: distance [m], the pair, and where."""
+
+    distance: float
+    pair: str
+    configuration: np.ndarray
+
+
+def path_clearance(checker: ClearanceChecker, configurations: np.ndarray) -> PathClearance:
+    """The smallest :meth:`ClearanceChecker.min_distance` over ``configurations`` (k, n)."""
+    best = PathClearance(math.inf, "", np.asarray(configurations[0], float))
+    for q in configurations:
+        distance, pair = checker.min_distance(q)
+        if distance < best.distance:
+            best = PathClearance(distance, pair, np.asarray(q, float))
+    return best
+
+
 @dataclass(frozen=True)
 class Excitation:
     """Eq. 12 for one static configuration: range Q, condition number, clearance [m]."""

@@ -7,12 +7,15 @@ import pinocchio as pin
 import pytest
 
 from humanoid_balance.core.identification.optimisation import (
+    PATH_STEP_RAD,
     ClearanceChecker,
     Excitation,
     StaticConfigurationProblem,
     differential_evolution,
     ga_pso,
+    joint_line,
     optimise_static_configurations,
+    path_clearance,
 )
 from humanoid_balance.core.identification.regressor import (
     GravityRegressor,
@@ -116,3 +119,34 @@ def _assert_same_excitation(a: Excitation, b: Excitation) -> None:
     """Q and condition number to the bit; clearance to 1e-6 m (coal's GJK warm-starts)."""
     assert (a.q_range, a.condition_number) == (b.q_range, b.condition_number)
     assert a.min_clearance == pytest.approx(b.min_clearance, abs=1e-6)
+
+
+def test_joint_line_keeps_its_ends_and_its_step() -> None:
+    """The line includes both ends exactly; no joint moves more than the step between two."""
+    a = np.radians([0.0, 40.0, 20.0, 60.0, 40.0, 30.0])
+    b = np.radians([-30.0, 45.0, 20.0, 61.0, -10.0, 30.0])
+    line = joint_line(a, b)
+    assert np.array_equal(line[0], a) and np.array_equal(line[-1], b)
+    assert np.abs(np.diff(line, axis=0)).max() <= PATH_STEP_RAD + 1e-15
+    assert len(line) == int(np.ceil(np.radians(50.0) / PATH_STEP_RAD)) + 1
+    assert joint_line(a, a).shape == (2, 6)  # a standstill: its two ends
+
+
+def test_path_clearance_finds_a_collision_between_clear_ends() -> None:
+    """Joint 1 swept -31 -> 29 deg from [_, -2, 99, 48, 43, -15] deg: both ends keep more than
+    2 cm, the links pass through each other in between. The path's least distance is the one of
+    a 100 times finer sampling to 0.1 mm."""
+    urdf = str(urdf_path("lunar_arm"))
+    checker = ClearanceChecker(urdf, pin.buildModelFromUrdf(urdf))
+    start = np.radians([-31.0, -2.0, 99.0, 48.0, 43.0, -15.0])
+    end = start.copy()
+    end[0] = np.radians(29.0)
+    assert checker.min_distance(start)[0] > 0.02 and checker.min_distance(end)[0] > 0.02
+    closest = path_clearance(checker, joint_line(start, end))
+    fine = min(checker.min_distance(q)[0] for q in joint_line(start, end, PATH_STEP_RAD / 100))
+    assert closest.distance < 0.0
+    assert abs(closest.distance - fine) < 1e-4, (closest.distance, fine)
+    # (coal's penetration depth depends on its warm start to about 1e-7 m: not bit for bit)
+    assert closest.distance == pytest.approx(checker.min_distance(closest.configuration)[0],
+                                             abs=1e-6)
+    assert "/" in closest.pair
