@@ -283,7 +283,8 @@ def test_a_sweep_through_a_collision_is_refused_at_configure(rclpy_context: Any)
         "static_configuration", value=[-44.0, 97.0, 66.0, 93.0, -1.0, 65.0])])
     try:
         with pytest.raises(ConfigurationError, match=(
-                r"joint4's sweep passes -?\d+\.\d mm between \S+ / \S+ at \[.*\] deg, less than "
+                r"joint4's sweep passes -1\.7 mm between link3_0 / link5_0 at \[-44\.0, 97\.0, "
+                r"66\.0, 120\.0, -1\.0, 65\.0\] deg, less than "
                 r"clearance 10\.0 mm: choose another static_configuration or a smaller "
                 r"sweep_half_range")):
             node._configure_model()
@@ -295,7 +296,7 @@ def test_start_refused_when_the_move_to_the_first_sweep_passes_a_collision(
         fast_harness: Harness) -> None:
     """The arm at [-24, 0, 104, 82, -56, 14] deg (31 mm clear) would pass link5 through the
     base on the straight move to the first sweep's start (joint6's: the sweeps run from the
-    last joint back): start is refused, saying so, and nothing is commanded."""
+    last joint back): start is refused, saying so, and no run starts."""
     assert fast_harness.sim is not None
     fast_harness.sim.reset(dict(zip(fast_harness.sim.joint_names,
                                     np.radians([-24.0, 0.0, 104.0, 82.0, -56.0, 14.0]),
