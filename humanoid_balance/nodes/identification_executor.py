@@ -602,10 +602,7 @@ class IdentificationExecutor(LifecycleNode):
         if problem is None:
             assert self._last is not None
             problem = self._start_sample_problem(self._last, now)
-        if problem is None:
-            assert self._last is not None
-            problem = self._clearance_problem(self._last.position)
-        if problem is None:
+        if problem is None:  # the path's first configuration is where the arm is
             assert self._last is not None
             first = self.plan[0]
             problem = self._path_problem(

@@ -542,13 +542,11 @@ class MujocoSimNode(Node):
             aged = [(command_age_s(command[0], now, timeout_s), command) for command in pending]
         for age, (stamp_ns, names, position, velocity) in aged:
             if age == math.inf:  # older than the command timeout: its joints hold
-                self.commands_rejected += 1
-                self.last_rejection = (
+                self._reject_due(
                     f"a command stamped {stamp_ns * 1e-9:.3f} s is older than command_timeout="
                     f"{timeout_s:g} s at simulation time {now:.3f} s: not applied (its joints "
                     "hold); stamp commands with the simulation's time (use_sim_time) or leave "
                     "them unstamped")
-                self._log("warning", self.last_rejection, throttle_s=1.0)
                 continue
             try:
                 self.sim.set_targets(names, position, velocity, age_s=age)
@@ -560,9 +558,13 @@ class MujocoSimNode(Node):
                     delays[1] += 1
                     delays[2] = max(delays[2], age)
             except HumanoidBalanceError as exc:  # checked on receipt; belt and braces
-                self.commands_rejected += 1
-                self.last_rejection = str(exc)
-                self._log("warning", str(exc), throttle_s=1.0)
+                self._reject_due(str(exc))
+
+    def _reject_due(self, problem: str) -> None:
+        """:meth:`_reject` for a command due in the physics thread (logged through :meth:`_log`)."""
+        self.commands_rejected += 1
+        self.last_rejection = problem
+        self._log("warning", problem, throttle_s=1.0)
 
     def _simulate(self) -> None:
         """Step, publish every ``publish_every`` steps (and wait in lock-step), pace to real time."""

@@ -65,20 +65,11 @@ class SweepRecording:
     torques: list[np.ndarray] = field(default_factory=list)
     direction: list[float] = field(default_factory=list)
 
-    def add(self, position: np.ndarray, torque: np.ndarray, direction: float) -> None:
-        """Append one sample (non-finite samples are refused)."""
-        position, torque = np.asarray(position, float), np.asarray(torque, float)
-        if not (np.all(np.isfinite(position)) and np.all(np.isfinite(torque))):
-            raise InvalidInputError(f"sample of joint {self.joint + 1}'s sweep is not finite: "
-                                    f"q={position}, tau={torque}")
-        self.positions.append(position)
-        self.torques.append(torque)
-        self.direction.append(float(direction))
-
     def extend(self, positions: Sequence[np.ndarray], torques: Sequence[np.ndarray],
                direction: float) -> None:
-        """Append the samples of one pass (as :meth:`add` each, checked at once: a simulated
-        sweep records a sample every millisecond, and the per-sample check was a sixth of it)."""
+        """Append the samples of one pass (non-finite samples are refused), checked at once:
+        a simulated sweep records a sample every millisecond, and a per-sample check was a
+        sixth of it."""
         q = np.array(positions, dtype=float)
         tau = np.array(torques, dtype=float)
         if q.shape[0] != tau.shape[0]:
@@ -238,8 +229,7 @@ def segment_sweeps(
         if j0 == j1 and s0 == -s1 and start1 - end0 <= max_turn_s:
             rec = SweepRecording(j0)
             for idx, direction in ((idx0, 1.0), (idx1, -1.0)):
-                for sample in idx:
-                    rec.add(q[sample], tau[sample], direction)
+                rec.extend(q[idx], tau[idx], direction)
             recordings.append(rec)
             i += 2
         else:
