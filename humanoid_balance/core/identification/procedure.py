@@ -65,8 +65,8 @@ class SweepRecording:
     torques: list[np.ndarray] = field(default_factory=list)
     direction: list[float] = field(default_factory=list)
 
-    def extend(self, positions: Sequence[np.ndarray], torques: Sequence[np.ndarray],
-               direction: float) -> None:
+    def extend(self, positions: np.ndarray | Sequence[np.ndarray],
+               torques: np.ndarray | Sequence[np.ndarray], direction: float) -> None:
         """Append the samples of one pass (non-finite samples are refused), checked at once:
         a simulated sweep records a sample every millisecond, and a per-sample check was a
         sixth of it."""
