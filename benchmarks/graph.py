@@ -908,7 +908,9 @@ def main() -> int:
                     print(f"{name} {kind} round {r}: cpu {m.cpu_pct:.1f} %, {scenario.check_topic} "
                           f"{m.check_rate_hz:.0f} Hz ({m.us_per_output:.0f} us of CPU each), fed "
                           f"{m.published_hz:.0f} msg/s, clean exit {m.clean_exit}, load "
-                          f"{os.getloadavg()[0]:.2f} {m.problem}", flush=True)
+                          f"{os.getloadavg()[0]:.2f}; by thread "
+                          f"{ {k: round(v, 1) for k, v in m.threads_pct.items() if v} } {m.problem}",
+                          flush=True)
             pairs = list(zip(runs["node"], runs["echo"], strict=True))
             ratios = _ratios([(n.cpu_pct, e.cpu_pct) for n, e in pairs])
             sample_ratios = _ratios([(n.us_per_output, e.us_per_output) for n, e in pairs])

@@ -207,11 +207,12 @@ class JointStateReader:
                         = arrays
                     if unpack(data, p_at)[0] == p_count and unpack(data, v_at)[0] == v_count \
                             and unpack(data, e_at)[0] == e_count:
-                        return JointStateSample(stamp, frame_id, names, *(
-                            np.frombuffer(data, dtype="<f8", count=count, offset=start) if count
-                            else _EMPTY
-                            for count, start in ((p_count, p_start), (v_count, v_start),
-                                                 (e_count, e_start))))
+                        # (three calls written out: a generator costs more than a read)
+                        return JointStateSample(
+                            stamp, frame_id, names,
+                            np.frombuffer(data, "<f8", p_count, p_start) if p_count else _EMPTY,
+                            np.frombuffer(data, "<f8", v_count, v_start) if v_count else _EMPTY,
+                            np.frombuffer(data, "<f8", e_count, e_start) if e_count else _EMPTY)
             else:
                 (count,) = _UINT32.unpack_from(data, start)
                 offset = start + 4

@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.core import kernels
 from humanoid_balance.core.arm_controller import ArmController, GroundArmController
 from humanoid_balance.core.free_floating import FreeFloatingArmController
 from humanoid_balance.core.model import RobotModel
@@ -248,9 +249,6 @@ class MeasuredState:
         """
         if position.shape != (len(names),):
             return f"joint states have {position.size} positions for {len(names)} names: ignored"
-        if not np.isfinite(position).all():
-            bad = [n for n, v in zip(names, position, strict=True) if not math.isfinite(v)]
-            return f"joint states have non-finite positions for {bad}: ignored"
         cached = self._cache.get(names)
         if cached is None:
             known = [k for k, n in enumerate(names) if n in self._index]
@@ -259,20 +257,20 @@ class MeasuredState:
             if len(self._cache) < 64:
                 self._cache[names] = cached
         msg_idx, joint_idx, q_idx = cached
-        values = position[msg_idx]
-        beyond = (values < self._lower[joint_idx]) | (values > self._upper[joint_idx])
-        if beyond.any():
+        # one compiled call: the checks and the update (a joint state comes at up to 1 kHz)
+        taken = kernels.take_positions(position, msg_idx, joint_idx, q_idx, self._lower,
+                                       self._upper, now_s, stamp_ns, self.joint_times_s,
+                                       self.joint_stamps_ns, self.q)
+        if taken == 1:
+            bad = [n for n, v in zip(names, position, strict=True) if not math.isfinite(v)]
+            return f"joint states have non-finite positions for {bad}: ignored"
+        if taken == 2:
+            values = position[msg_idx]
+            beyond = (values < self._lower[joint_idx]) | (values > self._upper[joint_idx])
             far = {self.joint_names[int(j)]: float(v) for j, v in
                    zip(joint_idx[beyond], values[beyond], strict=True)}
             return (f"joint states put {far} beyond their limits by more than "
                     f"{MEASURED_LIMIT_TOLERANCE_RAD} rad: ignored")
-        if stamp_ns == 0:
-            self.joint_times_s[joint_idx] = now_s
-        else:
-            renewed = joint_idx[self.joint_stamps_ns[joint_idx] != stamp_ns]
-            self.joint_times_s[renewed] = now_s
-        self.joint_stamps_ns[joint_idx] = stamp_ns
-        self.q[q_idx] = values
         return None
 
     def update_base_pose(self, pose: np.ndarray, now_s: float) -> str | None:
@@ -683,19 +681,19 @@ class ArmLoop:
         return values[[index[n] for n in names]]
 
     def _state_problem(self, now_s: float, state: MeasuredState) -> str | None:
-        times = state.joint_times_s[self._arm_idx]
-        never = np.isnan(times)
+        never, first, last = kernels.time_range(state.joint_times_s, self._arm_idx)
         timeout = self.config.joint_state_timeout_s
-        if never.all() and self._dropped_since is not None:
+        if never == len(self._arm_idx) and self._dropped_since is not None:
             return f"no arm joint states received since {self._dropped_since}: holding"
-        if never.any():
-            missing = [state.joint_names[int(i)] for i in self._arm_idx[never]]
+        if never:
+            missing = [state.joint_names[int(i)] for i in self._arm_idx
+                       if math.isnan(state.joint_times_s[i])]
             return f"joint states lack arm joints {missing}: holding"
-        oldest = now_s - float(times.min())
+        oldest = now_s - first
         if oldest > timeout:
             return (f"arm joint states are {oldest:.3f} s old, older than "
                     f"joint_state_timeout={timeout} s: holding")
-        ahead = float(times.max()) - now_s
+        ahead = last - now_s
         if ahead > CLOCK_BACK_TOLERANCE_S:  # a negative age never counts as fresh
             return (f"arm joint states received {ahead:.3f} s after the node clock's now (the "
                     "clock went back?): holding")

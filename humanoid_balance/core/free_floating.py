@@ -283,7 +283,7 @@ class FreeFloatingArmController:
                            self.max_condition_number)
         qd = solution.joint_velocities
         # the limits see the joints half a step of the last velocity ahead (trapezoid below)
-        box = self._boxer(self._q_cmd + 0.5 * self._qd_prev * dt, self._qd_prev, dt)
+        box = self._boxer(self._q_cmd, self._qd_prev, dt, ahead=0.5)
         # the largest scale <= 1 that keeps qd in the box where the box holds zero
         above = (qd > box.upper) & (qd > 0.0)
         below = (qd < box.lower) & (qd < 0.0)

@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from humanoid_balance.core import kernels
 from humanoid_balance.exceptions import ConfigurationError
 
 #: Seed 000, Table 2: maximum joint acceleration in [deg/s^2] by joint suffix.
@@ -175,7 +176,7 @@ def velocity_box(
 
 
 class VelocityBoxer:
-    """:func:`velocity_box` with the constant parts precomputed (the per-cycle fast path).
+    """:func:`velocity_box` for the same limits every cycle (the per-cycle fast path).
 
     Args:
         limits: the joints' limits.
@@ -194,34 +195,17 @@ class VelocityBoxer:
                 f"{list(limits.names)}: use a smaller margin")
         self.limits = limits
         self.position_margin = float(position_margin)
-        self._offset = np.vstack([limits.upper - position_margin, -(limits.lower + position_margin)])
-        self._sign = np.array([[-1.0], [1.0]])
-        self._dt = -1.0
+        self._upper = np.ascontiguousarray(limits.upper - position_margin, dtype=float)
+        self._lower = np.ascontiguousarray(limits.lower + position_margin, dtype=float)
+        self._acceleration = np.ascontiguousarray(limits.acceleration, dtype=float)
+        self._velocity = np.ascontiguousarray(limits.velocity, dtype=float)
+        kernels.warm_up()
 
-    def _prepare(self, dt: float) -> None:
-        a = self.limits.acceleration
-        self._dt = dt
-        self._half = 0.5 * a * dt
-        self._half2 = self._half * self._half
-        self._two_a = 2.0 * a
-        self._slack = a * dt * dt / 8.0
-        self._acc_step = a * dt
-
-    def __call__(self, q: np.ndarray, qd_prev: np.ndarray, dt: float) -> VelocityBox:
-        """The box for the next ``dt`` [s]; identical to :func:`velocity_box`."""
-        if dt != self._dt:
-            self._prepare(dt)
-        dist = self._offset + self._sign * q
-        dist -= self._slack
-        np.maximum(dist, 0.0, out=dist)
-        stop = np.sqrt(self._half2 + self._two_a * dist)
-        stop -= self._half
-        np.minimum(stop, self.limits.velocity, out=stop)
-        hi = np.minimum(stop[0], qd_prev + self._acc_step)
-        lo = np.maximum(-stop[1], qd_prev - self._acc_step)
-        conflict = lo > hi
-        if conflict.any():
-            nearest = np.clip(qd_prev, -stop[1], stop[0])
-            lo = np.where(conflict, nearest, lo)
-            hi = np.where(conflict, nearest, hi)
+    def __call__(self, q: np.ndarray, qd_prev: np.ndarray, dt: float,
+                 ahead: float = 0.0) -> VelocityBox:
+        """The box for the next ``dt`` [s] at the positions ``q + ahead qd_prev dt``; equal to
+        :func:`velocity_box` there (one compiled call,
+        :func:`humanoid_balance.core.kernels.velocity_box`)."""
+        lo, hi, conflict, _ = kernels.velocity_box(q, qd_prev, dt, ahead, self._upper,
+                                                   self._lower, self._acceleration, self._velocity)
         return VelocityBox(lo, hi, conflict)

@@ -46,6 +46,7 @@ import pinocchio as pin
 # the first cycle at a joint limit of a running 500 Hz loop must not pay
 from scipy.optimize import lsq_linear
 
+from humanoid_balance.core import kernels
 from humanoid_balance.core.joint_limits import (
     JointLimits,
     VelocityBox,
@@ -88,6 +89,9 @@ POSTURE_ACCELERATION = 2.0
 #: Weight of ``s - 1`` (the job scale's shortfall) in the limited solve: below the held rows'
 #: ``primary_weight``, above the secondary rows (weight 1).
 SCALE_WEIGHT = 1e3
+#: relative singular-value cut-off of the held rows' pseudo-inverse (eigenvalues of ``B B^T``
+#: below ``RCOND^2`` times the largest are dropped: rank loss)
+RCOND = 1e-10
 
 
 def selection_matrix(rows: Sequence[str]) -> np.ndarray:
@@ -242,12 +246,6 @@ def damped_least_squares(
     return jacobian.T @ y, sigma_min, lam2
 
 
-def _inside(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
-    """``lower <= x <= upper`` for every entry (plain Python: faster for 7 entries)."""
-    return all(lo <= v <= hi for lo, v, hi in zip(lower.tolist(), x.tolist(), upper.tolist(),
-                                                  strict=True))
-
-
 def _safe_inverse(eig: np.ndarray, tol: float) -> np.ndarray:
     out = np.zeros_like(eig)
     keep = eig > tol * max(float(eig[-1]), 1.0)
@@ -256,21 +254,20 @@ def _safe_inverse(eig: np.ndarray, tol: float) -> np.ndarray:
 
 
 def minimum_norm_least_squares(b_matrix: np.ndarray, target: np.ndarray,
-                               rcond: float = 1e-10) -> np.ndarray:
+                               rcond: float = RCOND) -> np.ndarray:
     """``B^+ target``: the minimum-norm least-squares solution (seed 000, eq. 6's inverse).
 
     Computed as ``B^T (B B^T)^+ target`` through an eigen-decomposition of the
     small ``B B^T`` (k x k), dropping eigenvalues below ``rcond^2`` times the
     largest (rank loss): equal to the Moore-Penrose pseudo-inverse.
     """
+    if b_matrix.shape[0] == 2:  # the paper's S (Lx, Ly): closed form while well conditioned
+        b_matrix = np.ascontiguousarray(b_matrix, dtype=float)
+        solved, x = kernels.held_rows_solve_2(b_matrix, np.ascontiguousarray(target, dtype=float),
+                                              np.zeros(b_matrix.shape[1]), rcond)
+        if solved:
+            return x
     gram = b_matrix @ b_matrix.T
-    if gram.shape[0] == 2:  # the paper's S (Lx, Ly): closed form while well conditioned
-        a, b, d = float(gram[0, 0]), float(gram[0, 1]), float(gram[1, 1])
-        det = a * d - b * b
-        if det > (rcond * (a + d)) ** 2 * 4.0:
-            t0, t1 = float(target[0]), float(target[1])
-            y = np.array([(d * t0 - b * t1) / det, (a * t1 - b * t0) / det])
-            return b_matrix.T @ y
     eig, vec = np.linalg.eigh(gram)
     inv = _safe_inverse(eig, rcond * rcond)
     return b_matrix.T @ (vec @ (inv * (vec.T @ target)))
@@ -608,7 +605,6 @@ class RmcController:
         self._gravity = model.gravity
         self._moving_share = (self._mass - self._welded_mass) / self._mass
         self._welded_part = self._welded_mass * self._welded_lever / self._mass
-        self._skew = np.zeros((3, 3))
         for label, value, unit in (("posture_speed", posture_speed, "rad/s"),
                                    ("posture_acceleration", posture_acceleration, "rad/s^2")):
             if not math.isfinite(value) or value <= 0:
@@ -700,22 +696,16 @@ class RmcController:
         Zeros when the task is off (no posture, gain 0, or balance disabled); the
         change from the last cycle's ``v_p`` is clipped to ``posture_acceleration dt``.
         """
-        # (method calls, no np.clip: this runs every cycle on 7-vectors)
         n = len(self._aux_names)
         prev = self._posture_prev if self._posture_prev.shape == (n,) else np.zeros(n)
-        if (self._posture_target is not None and self.posture_gain > 0
-                and self._q_cmd is not None and self.balance_enabled):
-            v = self.posture_gain * (self._posture_target - self._q_cmd[self._n_job:])
-            peak = float(np.abs(v).max())
-            if peak > self.posture_speed:
-                v *= self.posture_speed / peak
-        else:
-            v = np.zeros(n)
-        step = self.posture_acceleration * dt
-        change = v - prev
-        np.minimum(change, step, out=change)
-        np.maximum(change, -step, out=change)
-        return prev + change
+        target = self._posture_target
+        if (target is not None and self.posture_gain > 0 and self._q_cmd is not None
+                and self.balance_enabled):
+            return kernels.posture_velocity(target, self._q_cmd[self._n_job:], self.posture_gain,
+                                            self.posture_speed, prev,
+                                            self.posture_acceleration * dt, True)
+        return kernels.posture_velocity(prev, prev, 0.0, self.posture_speed, prev,
+                                        self.posture_acceleration * dt, False)
 
     def set_job_arm(self, job_arm: str) -> None:
         """Swap the job and aux arms (call between cycles); the commanded state is kept."""
@@ -748,7 +738,7 @@ class RmcController:
         self.selection = rows
         self.secondary = second
         self._s = selection_matrix(self.selection)
-        self._s_index = np.array([MOMENTUM_ROWS.index(r) for r in self.selection])
+        self._s_index = np.array([MOMENTUM_ROWS.index(r) for r in self.selection], dtype=np.int64)
         self._s2_index = np.array([MOMENTUM_ROWS.index(r) for r in second], dtype=int)
 
     @property
@@ -798,7 +788,7 @@ class RmcController:
         q = np.asarray(q, dtype=float)
         if q.shape != (self.model.nq,):
             raise InvalidInputError(f"q has shape {q.shape}, expected ({self.model.nq},)")
-        if not np.isfinite(q).all():
+        if not kernels.all_finite(q):
             raise InvalidInputError("q has non-finite entries: no command is computed from it")
         return q
 
@@ -812,21 +802,11 @@ class RmcController:
         from it, ``L_p = L_G + (G - p) x P``.
         """
         ag = pin.computeCentroidalMap(self.model.model, self.model.data, cfg)
-        arm = ag[:, self._arm_v]
         c_moving = self.model.data.com[0]
         com = self._moving_share * c_moving + self._welded_part
-        a_com = self._shifted(arm, c_moving - com) if self.reference_point == "com" else None
-        return self._shifted(arm, c_moving - self._w_point), a_com, com
-
-    def _shifted(self, arm: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """``arm`` (momentum columns about G) about the point ``G - r``: ``L += r x P``."""
-        rx, ry, rz = r.tolist()
-        skew = self._skew  # [r]x, filled in place (no new 3 x 3 array each cycle)
-        skew[0, 1], skew[0, 2], skew[1, 0] = -rz, ry, rz
-        skew[1, 2], skew[2, 0], skew[2, 1] = -rx, -ry, rx
-        shifted = arm.copy()
-        shifted[3:6] += skew @ arm[0:3]
-        return shifted
+        a_com = kernels.arm_momentum(ag, self._arm_v, c_moving - com) \
+            if self.reference_point == "com" else None
+        return kernels.arm_momentum(ag, self._arm_v, c_moving - self._w_point), a_com, com
 
     def step(self, inputs: RmcInput, dt: float) -> RmcOutput:
         """One control cycle of ``dt`` [s]; see the class docstring.
@@ -877,24 +857,24 @@ class RmcController:
             qd_job = np.zeros(nj)
         # the limits see the joints half a step of the last velocity ahead: the box's Euler
         # q + qd dt then bounds the trapezoid below, q + (qd_prev + qd) dt / 2, when braking
-        box = self._boxer(self._q_cmd + 0.5 * self._qd_prev * dt, self._qd_prev, dt)
-        lo_job, hi_job = box.lower[:nj], box.upper[:nj]
-        lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
+        box = self._boxer(self._q_cmd, self._qd_prev, dt, ahead=0.5)
         # aux arm (eq. 6), for the job arm's unlimited velocities
-        s_a_aux = a_aux[self._s_index]
         posture = self._posture_velocity(dt)
-        qd_aux = self._aux_solution(s_a_aux, a_aux, a_job, qd_job, posture)
-        job_exact = _inside(qd_job, lo_job, hi_job)
-        balance_exact = _inside(qd_aux, lo_aux, hi_aux)
+        qd_aux, s_a_aux = self._aux_solution(a_ref, a_aux, a_job, qd_job, posture)
+        job_exact = kernels.inside(qd_job, box.lower, box.upper, 0)
+        balance_exact = kernels.inside(qd_aux, box.lower, box.upper, nj)
         scale = 1.0
         if not (job_exact and balance_exact):
             limited = self._limited(qd_job, s_a_aux, a_aux, a_job, box, jac, twist, posture)
-            qd_job, qd_aux, scale = limited
+            qd_job, qd_aux = np.ascontiguousarray(limited[0]), np.ascontiguousarray(limited[1])
+            scale = limited[2]
             job_exact = scale == 1.0
         if math.isfinite(scale):
             self._last_scale = scale
 
-        qd = np.concatenate([qd_job, qd_aux])
+        qd, h_job, h_aux, h, h_w, rate, q_next = kernels.commit(
+            a_ref, a_w, a_ref is a_w, qd_job, qd_aux, self._h_prev_w, dt, self._q_cmd,
+            self._qd_prev)
         saturated: tuple[str, ...] = ()
         if not (job_exact and balance_exact):
             at_bound = (qd <= box.lower + 1e-12) | (qd >= box.upper - 1e-12)
@@ -904,11 +884,6 @@ class RmcController:
             overridden = tuple(n for n, o in zip(self._names, box.acceleration_overridden,
                                                  strict=True) if o)
 
-        h_job = a_job @ qd_job
-        h_aux = a_aux @ qd_aux
-        h = h_job + h_aux
-        h_w = h if a_ref is a_w else a_w @ qd
-        rate = (h_w - self._h_prev_w) / dt
         twist_error = np.zeros(6) if jac is None or twist is None else twist - jac @ qd_job
         indicators = balance_indicators(
             rate, mass=self._mass, gravity=self._gravity,
@@ -918,7 +893,7 @@ class RmcController:
         # commit the cycle
         # trapezoid: a joint moving within its acceleration limit from qd_prev to qd covers
         # (qd_prev + qd) dt / 2; q += qd dt would land up to a dt^2 / 2 away from it
-        self._q_cmd = self._q_cmd + 0.5 * (self._qd_prev + qd) * dt
+        self._q_cmd = q_next
         self._qd_prev = qd
         self._h_prev_w = h_w
         self._posture_prev = posture
@@ -930,15 +905,23 @@ class RmcController:
             acceleration_overridden=overridden, sigma_min=sigma_min, damping=lam2,
             indicators=indicators, job_scale=scale)
 
-    def _aux_solution(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
-                      qd_job: np.ndarray, posture: np.ndarray) -> np.ndarray:
-        """The aux arm's unlimited velocities: eq. 6 plus ``N v_p``, then the secondary rows' step.
+    def _aux_solution(self, a_ref: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
+                      qd_job: np.ndarray, posture: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The aux arm's unlimited velocities (eq. 6 plus ``N v_p``, then the secondary rows'
+        step) and ``B = S A_aux``.
 
         ``B^+ t + N v_p = v_p + B^+ (t - B v_p)``: the velocity nearest the posture
         velocity ``v_p`` among those that hold the rows (``t = -S A_job qd_job``).
         """
+        if self.balance_enabled and self._s_index.size == 2 and not self._s2_index.size:
+            # the paper's two rows: one compiled call while B B^T is well conditioned
+            solved, qd_aux, s_a_aux, _ = kernels.held_rows_aux_2(
+                a_ref, self._s_index, self._n_job, qd_job, posture, RCOND)
+            if solved:
+                return qd_aux, s_a_aux
+        s_a_aux = a_aux[self._s_index]
         if not self.balance_enabled:
-            return np.zeros(len(self._aux_names))
+            return np.zeros(len(self._aux_names)), s_a_aux
         target = -(a_job[self._s_index] @ qd_job)
         if posture.any():
             qd_aux = posture + minimum_norm_least_squares(s_a_aux, target - s_a_aux @ posture)
@@ -946,7 +929,7 @@ class RmcController:
             qd_aux = minimum_norm_least_squares(s_a_aux, target)
         if self._s2_index.size:
             qd_aux = qd_aux + self._secondary_step(s_a_aux, a_aux, a_job, qd_job, qd_aux)
-        return qd_aux
+        return qd_aux, s_a_aux
 
     def _limited(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
                  a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
