@@ -40,14 +40,15 @@ except ImportError:  # pragma: no cover - the project installs numba; a robot ma
 COMPILED = _numba is not None
 
 
-def _kernel(function: F) -> F:
-    """``function`` compiled in nopython mode where numba is installed, else as is."""
+def compiled(function: F) -> F:
+    """``function`` compiled in nopython mode where numba is installed, else as is (cached on
+    disk: compile it once at start-up, as :func:`warm_up` does, not in a cycle)."""
     if _numba is None:  # pragma: no cover
         return function
     return cast(F, _numba.njit(cache=True)(function))
 
 
-@_kernel
+@compiled
 def all_finite(x: np.ndarray) -> bool:
     """Every entry of the 1-D ``x`` is finite."""
     for i in range(x.shape[0]):  # noqa: SIM110 (a loop: see the module docstring)
@@ -56,7 +57,7 @@ def all_finite(x: np.ndarray) -> bool:
     return True
 
 
-@_kernel
+@compiled
 def velocity_box(q: np.ndarray, qd_prev: np.ndarray, dt: float, ahead: float,
                  upper: np.ndarray, lower: np.ndarray, acceleration: np.ndarray,
                  velocity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
@@ -90,7 +91,7 @@ def velocity_box(q: np.ndarray, qd_prev: np.ndarray, dt: float, ahead: float,
     return lo, hi, conflict, any_conflict
 
 
-@_kernel
+@compiled
 def arm_momentum(ag: np.ndarray, columns: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``ag[:, columns]`` with the angular rows about the point ``G - r``: ``L += r x P``.
 
@@ -111,7 +112,7 @@ def arm_momentum(ag: np.ndarray, columns: np.ndarray, r: np.ndarray) -> np.ndarr
     return out
 
 
-@_kernel
+@compiled
 def posture_velocity(target: np.ndarray, q: np.ndarray, gain: float, speed: float,
                      previous: np.ndarray, step: float, active: bool) -> np.ndarray:
     """``v_p = k (q_p - q)`` scaled to at most ``speed`` (zero when not ``active``), changed
@@ -135,7 +136,7 @@ def posture_velocity(target: np.ndarray, q: np.ndarray, gain: float, speed: floa
     return out
 
 
-@_kernel
+@compiled
 def held_rows_solve_2(b: np.ndarray, target: np.ndarray, v: np.ndarray,
                       rcond: float) -> tuple[bool, np.ndarray]:
     """``v + B^+ (target - B v)`` for a 2-row ``B`` in closed form: ``(True, it)``; ``(False,
@@ -167,7 +168,7 @@ def held_rows_solve_2(b: np.ndarray, target: np.ndarray, v: np.ndarray,
     return True, out
 
 
-@_kernel
+@compiled
 def held_rows_aux_2(a_ref: np.ndarray, rows: np.ndarray, nj: int, qd_job: np.ndarray,
                     v: np.ndarray, rcond: float,
                     ) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
@@ -189,7 +190,7 @@ def held_rows_aux_2(a_ref: np.ndarray, rows: np.ndarray, nj: int, qd_job: np.nda
     return solved, qd_aux, b, target
 
 
-@_kernel
+@compiled
 def inside(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, offset: int) -> bool:
     """``lower[offset + i] <= x[i] <= upper[offset + i]`` for every ``i``."""
     for i in range(x.shape[0]):  # noqa: SIM110 (a loop: see the module docstring)
@@ -198,7 +199,7 @@ def inside(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, offset: int) -> 
     return True
 
 
-@_kernel
+@compiled
 def commit(a_ref: np.ndarray, a_w: np.ndarray, same: bool, qd_job: np.ndarray,
            qd_aux: np.ndarray, h_prev_w: np.ndarray, dt: float, q_cmd: np.ndarray,
            qd_prev: np.ndarray,
@@ -247,7 +248,7 @@ def commit(a_ref: np.ndarray, a_w: np.ndarray, same: bool, qd_job: np.ndarray,
     return qd, h_job, h_aux, h, h_w, rate, q_next
 
 
-@_kernel
+@compiled
 def take_positions(position: np.ndarray, msg_index: np.ndarray, joint_index: np.ndarray,
                    q_index: np.ndarray, lower: np.ndarray, upper: np.ndarray, now_s: float,
                    stamp_ns: int, joint_times_s: np.ndarray, joint_stamps_ns: np.ndarray,
@@ -276,7 +277,7 @@ def take_positions(position: np.ndarray, msg_index: np.ndarray, joint_index: np.
     return 0
 
 
-@_kernel
+@compiled
 def time_range(times: np.ndarray, index: np.ndarray) -> tuple[int, float, float]:
     """``(how many are NaN, the smallest, the largest)`` of ``times[index]`` (NaN: never)."""
     never = 0

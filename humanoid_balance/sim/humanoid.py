@@ -38,6 +38,7 @@ from humanoid_balance.core.joint_limits import (
     ARM_ACCELERATION_LIMITS_DEG_S2,
     arm_acceleration_limit,
 )
+from humanoid_balance.core.kernels import compiled
 from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
@@ -112,6 +113,58 @@ class SensorReadings(NamedTuple):  # built every step: 0.5 us against 1.9 as a f
     fsr: np.ndarray
     cop: np.ndarray | None
     inclinometer_xyzw: np.ndarray | None
+
+
+@compiled
+def _contacts(sensordata: np.ndarray, first: int, geom_xpos: np.ndarray, pads: np.ndarray,
+              fsr: np.ndarray) -> tuple[float, np.ndarray, bool]:
+    """The pads' touch readings (``sensordata[first:]``, one per pad) into ``fsr``; their total,
+    the CoP (:meth:`HumanoidSim._update_contacts`) and whether any carries load."""
+    total = 0.0
+    for i in range(pads.shape[0]):
+        fsr[i] = sensordata[first + i]
+        total += fsr[i]
+    cop = np.zeros(3)
+    if total > 1e-9:
+        for i in range(pads.shape[0]):
+            for k in range(3):
+                cop[k] += fsr[i] * geom_xpos[pads[i], k]
+        for k in range(3):
+            cop[k] /= total
+        cop[2] = 0.5 * (cop[2] - PAD_RADIUS)
+    return total, cop, total > 1e-9
+
+
+@compiled
+def _readings(qpos: np.ndarray, qvel: np.ndarray, actuator_force: np.ndarray,
+              sensordata: np.ndarray, qadr: np.ndarray, dadr: np.ndarray,
+              wrench_index: np.ndarray, fsr: np.ndarray, noise: np.ndarray,
+              joint_noise: np.ndarray, wrench_noise: np.ndarray, fsr_noise: np.ndarray,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Joint positions, velocities, efforts, both feet's wrenches (the reaction of their
+    sensors) and FSRs (``fsr``), each entry plus ``noise[k]`` where its ``*_noise`` index
+    ``k >= 0``: :meth:`HumanoidSim.read_sensors` in one call."""
+    n = qadr.shape[0]
+    position = np.empty(n)
+    velocity = np.empty(n)
+    for j in range(n):
+        position[j] = qpos[qadr[j]]
+        if joint_noise[j] >= 0:
+            position[j] += noise[joint_noise[j]]
+        velocity[j] = qvel[dadr[j]]
+    effort = actuator_force.copy()
+    wrench = np.empty(wrench_index.shape)
+    feet = np.empty(fsr.shape)
+    for side in range(wrench_index.shape[0]):
+        for c in range(wrench_index.shape[1]):
+            wrench[side, c] = -sensordata[wrench_index[side, c]]
+            if wrench_noise[side, c] >= 0:
+                wrench[side, c] += noise[wrench_noise[side, c]]
+        for c in range(fsr.shape[1]):
+            feet[side, c] = fsr[side, c]
+            if fsr_noise[side, c] >= 0:
+                feet[side, c] += noise[fsr_noise[side, c]]
+    return position, velocity, effort, wrench, feet
 
 
 class HumanoidSim(MujocoRobotSim):
@@ -234,6 +287,14 @@ class HumanoidSim(MujocoRobotSim):
             for force, torque in ((self._sensor_adr[f"{side}_foot_force"],
                                    self._sensor_adr[f"{side}_foot_torque"]) for side in SIDES)])
         self._noise_layout()
+        # the per-step kernels compiled now (or loaded from numba's cache), not in the first
+        # step: calls on the arrays of the steps, which change nothing
+        data = self.data
+        _contacts(data.sensordata, self._touch.start, data.geom_xpos, self._pad_geoms,
+                  np.zeros(len(pads)))
+        _readings(data.qpos, data.qvel, data.actuator_force, data.sensordata, self._qadr,
+                  self._dadr, self._wrench_index, self._fsr, np.zeros(len(self._noise_sigma)),
+                  self._joint_noise, self._wrench_noise, self._fsr_noise)
         self._body = {
             name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
             for name in ("pelvis", "left_sole", "right_sole", "left_foot", "right_foot")
@@ -304,6 +365,15 @@ class HumanoidSim(MujocoRobotSim):
                     cols, part = slice(last[2].start, cols.stop), slice(last[3].start, part.stop)
                 plan.append((which, i, cols, part))
         self._noise_plan = tuple(plan)
+        # the same as where each reading's noise lies in the draw (-1: none), for _readings
+        self._joint_noise = np.full(len(self.joint_names), -1, dtype=np.int64)
+        joints = self._noise_slices["joints"]
+        if joints is not None:
+            self._joint_noise[:] = np.arange(joints.start, joints.stop)
+        self._wrench_noise = np.full((len(SIDES), 6), -1, dtype=np.int64)
+        self._fsr_noise = np.full((len(SIDES), FSR_COUNT), -1, dtype=np.int64)
+        for which, i, cols, part in plan:
+            (self._wrench_noise, self._fsr_noise)[which][i, cols] = np.arange(part.start, part.stop)
         inclinometer = self._noise_slices["inclinometer"]
         self._noise_sigma_no_inclinometer = \
             self._noise_sigma if inclinometer is None else self._noise_sigma[:inclinometer.start]
@@ -326,14 +396,12 @@ class HumanoidSim(MujocoRobotSim):
         # standard normals times sigma are normal(0, sigma)'s values (which checks its
         # scale array's sign every call)
         noise = self._rng.standard_normal(len(sigma)) * sigma if len(sigma) else sigma
-        part = slices["joints"]
-        joints = self._joint_state(None if part is None else noise[part])
-        wrench = -data.sensordata[self._wrench_index]
         self._update_contacts()
-        fsr = self._fsr.copy()
-        feet = (wrench, fsr)
-        for which, i, cols, part in self._noise_plan:
-            feet[which][i, cols] += noise[part]
+        position, velocity, effort, wrench, fsr = _readings(
+            data.qpos, data.qvel, data.actuator_force, data.sensordata, self._qadr, self._dadr,
+            self._wrench_index, self._fsr, noise, self._joint_noise, self._wrench_noise,
+            self._fsr_noise)
+        joints = JointStateSample(self.joint_names, position, velocity, effort)
         if inclinometer:
             part = slices["inclinometer"]
             quat = self._inclinometer(None if part is None else noise[part])
@@ -353,17 +421,9 @@ class HumanoidSim(MujocoRobotSim):
         data = self.data
         if self._contacts_valid_at == data.time:
             return
-        fsr = self._fsr_flat
-        fsr[:] = data.sensordata[self._touch]
-        fz_total = float(fsr.sum())
-        self._fz_total = fz_total
-        if fz_total > 1e-9:
-            cop = fsr @ data.geom_xpos[self._pad_geoms]
-            cop /= fz_total
-            cop[2] = 0.5 * (cop[2] - PAD_RADIUS)
-            self._cop = cop
-        else:
-            self._cop = None
+        self._fz_total, cop, loaded = _contacts(data.sensordata, self._touch.start,
+                                                data.geom_xpos, self._pad_geoms, self._fsr_flat)
+        self._cop = cop if loaded else None
         self._contacts_valid_at = float(data.time)
 
     def fsr_forces(self, side: str) -> np.ndarray:

@@ -46,6 +46,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from humanoid_balance.core.kernels import all_finite, compiled
 from humanoid_balance.exceptions import (
     InvalidInputError,
     ModelFileError,
@@ -116,6 +117,111 @@ def _urdf_velocity_limits(urdf_path: Path, joints: Sequence[str]) -> np.ndarray:
         if value is not None and float(value) > 0:
             limits[str(joint.get("name"))] = float(value)
     return np.array([limits.get(n, np.inf) for n in joints])
+
+
+@compiled
+def _toward_goal(goal: np.ndarray, target: np.ndarray, max_move: np.ndarray) -> None:
+    """The targets one step on toward their goals, in place: at most ``max_move`` [rad] (the
+    velocity limit times the step), exactly the goal once within reach (an infinite limit:
+    always)."""
+    for i in range(goal.shape[0]):
+        gap = goal[i] - target[i]
+        if abs(gap) <= max_move[i]:
+            target[i] = goal[i]
+        else:
+            target[i] = target[i] + min(max(gap, -max_move[i]), max_move[i])
+
+
+@compiled
+def _limited_targets(goal_was: np.ndarray, goal: np.ndarray, target: np.ndarray,
+                     target_u: np.ndarray, limited: np.ndarray, change: np.ndarray,
+                     step: np.ndarray, limited_max_move: np.ndarray, max_move: np.ndarray,
+                     dt: float) -> bool:
+    """Move the targets one step (in place), the acceleration-limited joints' within their limit.
+
+    Returns:
+        True when every limited joint's target is back on its goal, moving with it:
+        until the next command (or brake) they follow it as joints without a limit do.
+
+    A joint without a limit moves to its goal at most at its velocity limit (as
+    without limits). A limited one moves with its goal's velocity plus a correction
+    ``c`` of the gap ``e`` the goal left at the step's start: ``c`` changes from the
+    target's last correction by at most ``a dt``, is at most the speed it can brake
+    from in time (``n a dt`` with :math:`a dt^2 n (n + 1) / 2 \\le |e|`,
+    :math:`\\approx \\sqrt{2 a |e|}`) and at most ``|e| / dt``; a gap within ``a dt^2``
+    that a correction change within ``a dt`` closes is closed in the step (what a
+    command stream within the limits leaves, every step: then no correction is
+    computed). Every move is at most the velocity limit.
+    """
+    t0s = np.empty(limited.shape[0])
+    for k in range(limited.shape[0]):
+        t0s[k] = target[limited[k]]
+    _toward_goal(goal, target, max_move)
+    all_reached = True
+    for k in range(limited.shape[0]):
+        i = limited[k]
+        g0, g1, t0 = goal_was[i], goal[i], t0s[k]
+        goal_step = g1 - g0
+        e = g0 - t0
+        c_was = target_u[i] - goal_step / dt
+        size = abs(e)
+        # a gap that a correction change within a dt closes in the step: closed
+        closing = size <= step[k] and abs(e / dt - c_was) <= change[k]
+        if closing:
+            move = g1 - t0
+        else:
+            # braking by a dt a step from c = n a dt covers a dt^2 n (n + 1) / 2: the largest n
+            brake = 0.5 * (math.sqrt(1.0 + 8.0 * size / step[k]) - 1.0) * step[k] / dt
+            sign = 1.0 if e > 0.0 else (-1.0 if e < 0.0 else 0.0)
+            c = min(max(sign * min(size / dt, brake), c_was - change[k]), c_was + change[k])
+            move = goal_step + c * dt
+        limit = limited_max_move[k]
+        reached = abs(move) <= limit and closing
+        new = g1 if reached else t0 + min(max(move, -limit), limit)
+        target[i] = new
+        target_u[i] = (new - t0) / dt
+        all_reached = all_reached and reached
+    return all_reached
+
+
+@compiled
+def _servo_controls(target: np.ndarray, target_qd: np.ndarray, target_u: np.ndarray,
+                    kv_over_kp: np.ndarray, limited: np.ndarray, ramping: bool,
+                    ctrl: np.ndarray) -> None:
+    """The position servos' controls: ``target + kv / kp qd`` (the velocity feed-forward: the
+    command's, or while ramping the limited joints' target velocity)."""
+    for i in range(target.shape[0]):
+        ctrl[i] = target[i] + kv_over_kp[i] * target_qd[i]
+    if ramping:
+        for k in range(limited.shape[0]):
+            i = limited[k]
+            ctrl[i] = target[i] + kv_over_kp[i] * target_u[i]
+
+
+@compiled
+def _servo_step(goal: np.ndarray, target: np.ndarray, target_qd: np.ndarray,
+                target_u: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                max_move: np.ndarray, limited: np.ndarray, change: np.ndarray,
+                step: np.ndarray, limited_max_move: np.ndarray, kv_over_kp: np.ndarray,
+                ctrl: np.ndarray, dt: float, ramping: bool) -> bool:
+    """The servo targets one step on, in place (see :class:`MujocoRobotSim`): a goal with a
+    velocity moves with it (within the joint's range), the targets toward their goals (the
+    acceleration-limited ones within their limit while ``ramping``), then the controls.
+    Returns whether the ramp goes on."""
+    goal_was = goal.copy()
+    for i in range(goal.shape[0]):
+        if target_qd[i] != 0.0:
+            goal[i] = min(max(goal[i] + target_qd[i] * dt, lower[i]), upper[i])
+    if ramping:
+        ramping = not _limited_targets(goal_was, goal, target, target_u, limited, change, step,
+                                       limited_max_move, max_move, dt)
+    else:
+        for i in range(goal.shape[0]):
+            if goal[i] != target[i]:
+                _toward_goal(goal, target, max_move)
+                break
+    _servo_controls(target, target_qd, target_u, kv_over_kp, limited, ramping, ctrl)
+    return ramping
 
 
 class MujocoRobotSim:
@@ -209,7 +315,6 @@ class MujocoRobotSim:
         self.velocity_limit_rad_s = _urdf_velocity_limits(self.urdf_path, self.joint_names)
         #: the largest move of a target in a step [rad] (the velocity limit times the step)
         self._max_move = self.velocity_limit_rad_s * self._timestep
-        self._min_move = -self._max_move
         #: the servo targets' acceleration limits [rad/s^2] (inf: none)
         self.acceleration_limit_rad_s2 = np.full(len(self.joint_names), np.inf)
         self._limited_idx = np.zeros(0, dtype=int)
@@ -229,6 +334,13 @@ class MujocoRobotSim:
         self._target_u = np.zeros(len(self.joint_names))
         self._after_compile()
         self.reset()
+        # the step's kernel compiled now (or loaded from numba's cache), not in the first
+        # step: a call on copies
+        _servo_step(self._goal_q.copy(), self._target_q.copy(), self._target_qd.copy(),
+                    self._target_u.copy(), self._lower, self._upper, self._max_move,
+                    self._limited_idx, self._limited_change, self._limited_step,
+                    self._limited_max_move, self._kv_over_kp, self.data.ctrl.copy(),
+                    self.timestep, True)
 
     # --- hooks for subclasses ---------------------------------------------------
 
@@ -399,12 +511,8 @@ class MujocoRobotSim:
         self._ramping = bool(self._limited_idx.size)
 
     def _apply_targets(self) -> None:
-        qd = self._target_qd
-        if self._ramping:
-            li = self._limited_idx
-            qd = qd.copy()
-            qd[li] = self._target_u[li]
-        self.data.ctrl[:] = self._target_q + self._kv_over_kp * qd
+        _servo_controls(self._target_q, self._target_qd, self._target_u, self._kv_over_kp,
+                        self._limited_idx, self._ramping, self.data.ctrl)
 
     def step(self, n: int = 1) -> None:
         """Advance the physics ``n`` steps.
@@ -415,80 +523,15 @@ class MujocoRobotSim:
         dt = self.timestep
         model, data = self.model, self.data
         for _ in range(n):
-            # method calls on the arrays: np.any/np.all cost twice as much on 30 values
-            goal_was = self._goal_q
-            if self._target_qd.any():
-                moving = self._target_qd != 0.0
-                # np.minimum(np.maximum()) is np.clip for finite values, at a third of its cost
-                advanced = np.minimum(np.maximum(self._goal_q + self._target_qd * dt, self._lower),
-                                      self._upper)
-                self._goal_q = np.where(moving, advanced, self._goal_q)
-            if self._ramping:
-                self._ramping = not self._step_limited_targets(goal_was, dt)
-            elif (self._goal_q != self._target_q).any():
-                self._target_q = self._toward_goal()
-            self._apply_targets()
+            # the servo targets one step on, in one compiled call (_servo_step)
+            self._ramping = _servo_step(
+                self._goal_q, self._target_q, self._target_qd, self._target_u, self._lower,
+                self._upper, self._max_move, self._limited_idx, self._limited_change,
+                self._limited_step, self._limited_max_move, self._kv_over_kp, data.ctrl, dt,
+                self._ramping)
             mujoco.mj_step(model, data)
-        if not np.isfinite(data.qpos).all():
+        if not all_finite(data.qpos):
             raise SimulationError(f"the simulation diverged at t = {self.time:.4f} s")
-
-    def _toward_goal(self) -> np.ndarray:
-        """The targets one step on toward their goals, at most at the velocity limit (exactly
-        the goal once within reach; an infinite limit: always)."""
-        goal, was = self._goal_q, self._target_q
-        gap = goal - was
-        max_move = self._max_move
-        return np.where(np.abs(gap) <= max_move, goal,
-                        was + np.minimum(np.maximum(gap, self._min_move), max_move))
-
-    def _step_limited_targets(self, goal_was: np.ndarray, dt: float) -> bool:
-        """Move the targets one step, the acceleration-limited joints' within their limit.
-
-        Returns:
-            True when every limited joint's target is back on its goal, moving with it:
-            until the next command (or brake) they follow it as joints without a limit do.
-
-        A joint without a limit moves to its goal at most at its velocity limit (as
-        without limits). A limited one moves with its goal's velocity plus a correction
-        ``c`` of the gap ``e`` the goal left at the step's start: ``c`` changes from the
-        target's last correction by at most ``a dt``, is at most the speed it can brake
-        from in time (``n a dt`` with :math:`a dt^2 n (n + 1) / 2 \\le |e|`,
-        :math:`\\approx \\sqrt{2 a |e|}`) and at most ``|e| / dt``; a gap within ``a dt^2``
-        that a correction change within ``a dt`` closes is closed in the step (what a
-        command stream within the limits leaves, every step: then no correction is
-        computed). Every move is at most the velocity limit.
-        """
-        goal, was = self._goal_q, self._target_q
-        target = self._toward_goal()
-        li = self._limited_idx
-        g0, g1, t0 = goal_was[li], goal[li], was[li]
-        goal_step = g1 - g0
-        e = g0 - t0
-        c_was = self._target_u[li] - goal_step / dt
-        size = np.abs(e)
-        change, step = self._limited_change, self._limited_step
-        closing = (size <= step) & (np.abs(e / dt - c_was) <= change)
-        limit = self._limited_max_move
-        if closing.all():
-            move = g1 - t0
-            if (np.abs(move) <= limit).all():
-                # every limited target reaches its goal (a command stream within the limits,
-                # every step): what the general case below gives, in fewer array operations
-                target[li] = g1
-                self._target_q = target
-                self._target_u[li] = move / dt
-                return True
-        else:
-            # braking by a dt a step from c = n a dt covers a dt^2 n (n + 1) / 2: the largest n
-            brake = 0.5 * (np.sqrt(1.0 + 8.0 * size / step) - 1.0) * step / dt
-            c = np.minimum(np.maximum(np.sign(e) * np.minimum(size / dt, brake), c_was - change),
-                           c_was + change)
-            move = np.where(closing, g1 - t0, goal_step + c * dt)
-        reached = (np.abs(move) <= limit) & closing
-        target[li] = np.where(reached, g1, t0 + np.minimum(np.maximum(move, -limit), limit))
-        self._target_q = target
-        self._target_u[li] = (target[li] - t0) / dt
-        return bool(reached.all())
 
     def joint_state(self) -> JointStateSample:
         """Joint positions (with encoder noise), velocities and servo efforts."""

@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull, Delaunay
 
+from humanoid_balance.core import kernels
 from humanoid_balance.exceptions import (
     InvalidInputError,
     ModelFileError,
     UnknownJointError,
 )
+from humanoid_balance.sim import humanoid, robot
 from humanoid_balance.sim.humanoid import SIDES, HumanoidSim, SensorNoise
 
 SOLE_HALF = (0.11, 0.06)
@@ -212,3 +214,55 @@ def test_position_and_velocity_targets_move_a_joint() -> None:
     start = sim.joint_state().position[i]
     sim.step(500)
     assert sim.joint_state().position[i] - start == pytest.approx(0.2, abs=0.01)
+
+
+def _drive(sim: HumanoidSim, steps: int = 1500) -> np.ndarray:
+    """The servo controls, positions and sensors of ``steps`` steps under changing commands:
+    position goals with velocities (late, so ramped within the arms' acceleration limits),
+    the waist's goals, brakes, and one goal held (the ramp's closing path)."""
+    rng = np.random.default_rng(11)
+    arms = [n for n in sim.joint_names if "shoulder" in n or "elbow" in n or "wrist" in n]
+    waist = [n for n in sim.joint_names if "waist" in n]
+    rows = []
+    for k in range(steps):
+        if k % 7 == 0 and k < 1000:
+            sim.set_targets(arms, 0.3 * rng.standard_normal(len(arms)),
+                            0.5 * rng.standard_normal(len(arms)), age_s=float(rng.uniform(0, 0.01)))
+        if k % 50 == 3:
+            sim.set_targets(waist, 0.05 * rng.standard_normal(len(waist)), None)
+        if k % 400 == 200:
+            sim.brake_targets(np.arange(len(sim.joint_names)), 0.01)
+        if k >= 1000:
+            sim.set_targets(arms, np.full(len(arms), 0.2), None)
+        sim.step()
+        r = sim.read_sensors(inclinometer=k % 10 == 0)
+        rows.append(np.concatenate([sim.data.ctrl, sim.data.qpos, r.joints.position, r.wrench.ravel(),
+                                    r.fsr.ravel(), np.zeros(3) if r.cop is None else r.cop]))
+    return np.array(rows)
+
+
+@pytest.mark.skipif(not kernels.COMPILED, reason="numba is not installed")
+def test_the_step_kernels_compiled_equal_them_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servo targets' and the sensors' kernels compiled give, bit for bit, what their
+    plain-Python forms (a robot without numba) give."""
+    noise = SensorNoise.nominal()
+    compiled_run = _drive(HumanoidSim(noise=noise, seed=3, arm_acceleration_limits=True))
+    for module, names in ((robot, ("_servo_step", "_limited_targets", "_toward_goal",
+                                   "_servo_controls", "all_finite")),
+                          (humanoid, ("_readings", "_contacts"))):
+        for name in names:
+            monkeypatch.setattr(module, name, getattr(module, name).py_func)
+    interpreted = _drive(HumanoidSim(noise=noise, seed=3, arm_acceleration_limits=True))
+    np.testing.assert_array_equal(compiled_run, interpreted)
+
+
+@pytest.mark.skipif(not kernels.COMPILED, reason="numba is not installed")
+def test_no_step_waits_for_the_compiler() -> None:
+    """A simulation built compiles (or loads) its kernels: its steps compile nothing."""
+    sim = HumanoidSim(noise=SensorNoise.nominal(), seed=3, arm_acceleration_limits=True)
+    dispatchers = [robot._servo_step, robot._limited_targets, robot._toward_goal,
+                   robot._servo_controls, humanoid._readings, humanoid._contacts,
+                   kernels.all_finite]
+    before = [len(d.signatures) for d in dispatchers]
+    _drive(sim, steps=1100)
+    assert [len(d.signatures) for d in dispatchers] == before
