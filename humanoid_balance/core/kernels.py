@@ -4,17 +4,20 @@ Why not numpy: a control cycle works on vectors of 7-14 joints, where a numpy
 call costs its overhead, not its arithmetic, and at 500 Hz in a process of its
 own (between cycles the other processes run) the caches are cold: an empty
 numpy addition took 6.6 us after a 1.8 ms sleep against 0.7 us back to back,
-and ``arm_balance``'s cycle made about 80 such calls (measured in-process; see
-README, issue 10). Each function here is one call instead of 5-15: for the
-velocity box, 4.7 against 19.9 us cold (2.5 against 10.8 us back to back).
+and ``arm_balance``'s cycle made about 80 such calls (counted in its code; the
+times measured in-process, see README, issue 10). Each function here is one call
+instead of 5-15: for the velocity box, 4.7 against 19.9 us cold (1.3 against
+10.8 us back to back).
 
 numba compiles each function on its first call (cached on disk, ``cache=True``):
 :func:`warm_up` compiles them all, so that a controller's first cycle does not.
 Without numba (``pip install numba``) the same functions run as plain Python,
-with the same results and several times slower: :data:`COMPILED` says which.
+with the same results, slower than the numpy they replaced (the velocity box: 37
+against 10.8 us back to back): :data:`COMPILED` says which.
 
 The functions take numpy arrays and return new ones (what a controller's output
-keeps must not change in the next cycle). The arithmetic is written in the order
+keeps must not change in the next cycle); :func:`take_positions` alone updates the
+arrays of a measured state in place. The arithmetic is written in the order
 of the numpy expressions it replaced (no fused multiply-add: numba's default keeps
 IEEE semantics): the velocity box is equal to the bit, sums of products differ
 from BLAS's by rounding. Loops, not ``all()`` of a generator: what numba compiles
@@ -299,6 +302,8 @@ def warm_up() -> None:
     v = np.zeros(4)
     m6 = np.zeros((6, 4))
     rows = np.arange(2)
+    # a serialized message's doubles are read-only (and unaligned: numba types them as
+    # aligned, test_kernels checks that such a read compiles nothing new)
     readonly = np.frombuffer(v.tobytes())
     index = np.arange(4)
     for x in (v, v[::2], readonly):  # the layouts and read-only views callers pass

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from humanoid_balance import cdr
 from humanoid_balance.core import kernels
 from humanoid_balance.core.arm_loop import MeasuredState
 from humanoid_balance.core.joint_limits import JointLimits, VelocityBoxer, velocity_box
@@ -210,7 +211,10 @@ def test_no_cycle_waits_for_the_compiler(model: RobotModel) -> None:
             inputs = RmcInput(q0, job_twist=3.0 * trajectory.hand_twist(float(t), q0)) if k % 2 \
                 else RmcInput(q0, job_joint_velocities=trajectory.sample(float(t)).velocity)
             controller.step(inputs, 0.002)
-    position = np.frombuffer(model.neutral()[model.q_index(names)].tobytes())
+    # the positions as the node reads them: a view of a serialized message (read-only, unaligned)
+    data = cdr.joint_state_message(10, names, model.neutral()[model.q_index(names)].tolist())
+    position = cdr.JointStateReader().read(data).position
+    assert not position.flags.writeable and not position.flags.aligned
     assert state.update_joints(tuple(names), position, 1.0, 10) is None
     assert _signatures() == before
 
