@@ -51,6 +51,15 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT  # not LOCALHOST: see humano
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( 1 + $$ % 100 ))}"
 export MPLBACKEND=Agg
 
+if [ "$job" = setup ] || [ "$job" = demo ]; then
+  # numba compiles the cycles' kernels into its cache now, once (later runs load them in
+  # about 0.3 s), not in the demo's processes: the compile's seconds of load at their start
+  # shifted what runs on the wall clock (the waist's drives) and a first lock-step demo
+  # after a change to the kernels gave 16.74 instead of 15.99 mm
+  "$VENV/bin/python" -c "from humanoid_balance.core import kernels; kernels.warm_up()
+from humanoid_balance.sim.humanoid import HumanoidSim; HumanoidSim()"
+fi
+
 case "$job" in
   setup) echo "bootstrap: ready ($VENV)";;
   demo)  exec "$VENV/bin/humanoid-balance" demo "$@";;
