@@ -481,7 +481,9 @@ class RmcController:
        joints one by one: ``qd_job = s d`` (``d`` the unlimited job velocities, so
        the hand keeps its twist's direction, ``J qd_job = s [v; w]``), with ``s``
        in the interval where ``s d`` fits the job box (:func:`scale_interval`), and
-       ``qd_aux`` in the aux box, from one bounded least-squares problem in
+       ``qd_aux`` in the aux box: first eq. 6 on ``s d``, at the ``s`` nearest 1 where
+       its aux velocities fit the aux box too (held rows exact, the aux arm moving
+       smoothly); only when no ``s`` does, from one bounded least-squares problem in
        ``[s, qd_aux]`` whose priorities are the held rows (weight
        ``primary_weight``), then ``s`` as close to 1 as they allow
        (:data:`SCALE_WEIGHT`), then the secondary rows; the held rows are then met
@@ -492,7 +494,8 @@ class RmcController:
        solution. Only when no ``s >= 0`` fits the job box (the direction turns
        faster than the acceleration limits allow) do the job arm's velocities
        leave the direction: one bounded least-squares problem in both arms, held
-       rows first, then the job task at the last scale (``job_scale`` NaN). No
+       rows first, then the job task at the last scale (``job_scale`` NaN); the aux
+       arm then takes eq. 6 for the job velocities found where that fits its box. No
        command ever leaves the boxes, so no position, velocity or acceleration
        limit is crossed (the acceleration limit yields to the other two only
        when they cannot be met together, see ``acceleration_overridden``).
@@ -952,9 +955,50 @@ class RmcController:
         if not self.balance_enabled:
             scale = min(max(1.0, s_lo), s_hi)
             return scale * qd_job, np.clip(np.zeros(len(lo_aux)), lo_aux, hi_aux), scale
-        scale, qd_aux = self._scaled_solve(qd_job, s_a_aux, a_aux, a_job, s_lo, s_hi,
-                                           lo_aux, hi_aux, posture)
+        exact = self._scaled_exact(qd_job, s_a_aux, a_job, s_lo, s_hi, lo_aux, hi_aux, posture)
+        if exact is not None:
+            scale, qd_aux = exact
+        else:
+            scale, qd_aux = self._scaled_solve(qd_job, s_a_aux, a_aux, a_job, s_lo, s_hi,
+                                               lo_aux, hi_aux, posture)
         return scale * qd_job, qd_aux, scale
+
+    def _eq6(self, s_a_aux: np.ndarray, a_job: np.ndarray, qd_job: np.ndarray,
+             posture: np.ndarray) -> np.ndarray:
+        """Eq. 6 with the posture velocity: the aux velocities nearest ``v_p`` that hold the rows
+        for the job arm's ``qd_job``, ``v_p + B^+ (-S A_job qd_job - B v_p)``."""
+        return posture + minimum_norm_least_squares(
+            s_a_aux, -(a_job[self._s_index] @ qd_job) - s_a_aux @ posture)
+
+    def _scaled_exact(self, direction: np.ndarray, s_a_aux: np.ndarray, a_job: np.ndarray,
+                      s_lo: float, s_hi: float, lo_aux: np.ndarray, hi_aux: np.ndarray,
+                      posture: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """The job scale ``s`` nearest 1 at which eq. 6's aux velocities for ``s d`` fit the aux
+        box too, and those velocities; None when none does (or with secondary rows).
+
+        Eq. 6 is linear in the job velocities: ``qd_aux(s) = c + s g`` with ``c`` the
+        posture velocity's part in the rows' null space and ``g = -B^+ S A_job d``, so
+        the scales that keep every aux joint in its box form an interval
+        (:func:`scale_interval`, shifted by ``c``). The held rows are then exact for
+        every ``s``, and the aux velocities change with ``s`` and the box only: the
+        bounded solve of :meth:`_scaled_solve`, which may move the aux arm anywhere in the
+        rows' null space for a larger ``s``, put it on another corner of its box nearly
+        every cycle (its acceleration reversed in 58-65 % of the joint-cycles along the
+        strike at 2-3x its speed, ``tools/limit_chatter.py``).
+        """
+        if self._s2_index.size:
+            return None
+        c = self._eq6(s_a_aux, a_job, np.zeros_like(direction), posture)
+        g = self._eq6(s_a_aux, a_job, direction, np.zeros_like(posture))
+        interval = scale_interval(g, lo_aux - c, hi_aux - c)
+        if interval is None:
+            return None
+        lo, hi = max(s_lo, interval[0]), min(s_hi, interval[1])
+        if lo > hi:
+            return None
+        scale = min(max(1.0, lo), hi)
+        # (clipped: a rounding at a bound must not leave the box)
+        return scale, np.clip(c + scale * g, lo_aux, hi_aux)
 
     def _scaled_solve(self, direction: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
                       a_job: np.ndarray, s_lo: float, s_hi: float, lo_aux: np.ndarray,
@@ -1018,9 +1062,16 @@ class RmcController:
         b = np.concatenate([np.zeros(len(held)), goal, np.zeros(nj),
                             self.regularisation * posture])
         x = _bvls(a, b, box.lower, box.upper)
-        qd_aux = equality_polish(s_a_aux, -a_job[self._s_index] @ x[:nj], x[nj:],
+        qd_job = x[:nj]
+        if not self._s2_index.size:
+            # eq. 6 for the job velocities found, where it fits the aux box: exact, and it
+            # follows them (the bounded solve's aux part jumps between corners of the box)
+            exact = self._eq6(s_a_aux, a_job, qd_job, posture)
+            if kernels.inside(exact, box.lower, box.upper, nj):
+                return qd_job, exact
+        qd_aux = equality_polish(s_a_aux, -a_job[self._s_index] @ qd_job, x[nj:],
                                  box.lower[nj:], box.upper[nj:])
-        return x[:nj], qd_aux
+        return qd_job, qd_aux
 
     def _secondary_step(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
                         qd_job: np.ndarray, qd_aux: np.ndarray) -> np.ndarray:
