@@ -925,11 +925,7 @@ class RmcController:
         s_a_aux = a_aux[self._s_index]
         if not self.balance_enabled:
             return np.zeros(len(self._aux_names)), s_a_aux
-        target = -(a_job[self._s_index] @ qd_job)
-        if posture.any():
-            qd_aux = posture + minimum_norm_least_squares(s_a_aux, target - s_a_aux @ posture)
-        else:
-            qd_aux = minimum_norm_least_squares(s_a_aux, target)
+        qd_aux = self._eq6(s_a_aux, a_job, qd_job, posture)
         if self._s2_index.size:
             qd_aux = qd_aux + self._secondary_step(s_a_aux, a_aux, a_job, qd_job, qd_aux)
         return qd_aux, s_a_aux
