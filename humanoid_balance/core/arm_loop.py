@@ -201,6 +201,7 @@ class MeasuredState:
 
     def __init__(self, joint_names: Sequence[str], q_index: np.ndarray, q: np.ndarray,
                  limits: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        kernels.warm_up()  # update_joints and the loop's freshness check call kernels
         self.joint_names = tuple(joint_names)
         n = len(self.joint_names)
         lower, upper = (np.full(n, -np.inf), np.full(n, np.inf)) if limits is None else limits

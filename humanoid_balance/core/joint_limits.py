@@ -199,7 +199,7 @@ class VelocityBoxer:
         self._lower = np.ascontiguousarray(limits.lower + position_margin, dtype=float)
         self._acceleration = np.ascontiguousarray(limits.acceleration, dtype=float)
         self._velocity = np.ascontiguousarray(limits.velocity, dtype=float)
-        kernels.warm_up()
+        kernels.warm_up()  # (__call__ is a kernel)
 
     def __call__(self, q: np.ndarray, qd_prev: np.ndarray, dt: float,
                  ahead: float = 0.0) -> VelocityBox:

@@ -296,9 +296,16 @@ def time_range(times: np.ndarray, index: np.ndarray) -> tuple[int, float, float]
     return never, low, high
 
 
+_WARM = False
+
+
 def warm_up() -> None:
     """Compile every kernel now (or load it from numba's cache) for the argument types the
-    controllers pass, so that no control cycle waits for the compiler."""
+    controllers pass, so that no control cycle waits for the compiler; once per process (the
+    constructors of what calls the kernels call it: later calls return at once)."""
+    global _WARM
+    if _WARM:
+        return
     v = np.zeros(4)
     m6 = np.zeros((6, 4))
     rows = np.arange(2)
@@ -318,3 +325,4 @@ def warm_up() -> None:
     held_rows_aux_2(m6, rows, 2, v[:2], v[2:], 1e-10)
     inside(v, v, v, 0)
     commit(m6, m6, True, v[:2], v[2:], np.zeros(6), 0.002, v, v)
+    _WARM = True

@@ -560,6 +560,7 @@ class RmcController:
         posture_speed: float = POSTURE_SPEED,
         posture_acceleration: float = POSTURE_ACCELERATION,
     ) -> None:
+        kernels.warm_up()  # every cycle calls kernels (the first one must not compile them)
         if model.floating_base:
             raise ConfigurationError(
                 "RmcController needs the fixed-base humanoid (legs and waist locked, W on the "

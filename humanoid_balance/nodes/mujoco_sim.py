@@ -575,8 +575,8 @@ class MujocoSimNode(Node):
         steps = 0
         # free-running catches up to 0.5 s of lag; lock-step never runs faster than the factor
         behind_limit = 0.5 if gate is None else LOCK_STEP_SLACK_S
-        # the context is checked where the state goes out (_ros, every publish_every steps):
-        # once a step is enough (rclpy's Context.ok takes a lock)
+        # rclpy's context (Context.ok takes a lock) is checked where the state goes out, in
+        # _ros every publish_every steps, not here as well every step
         while not self._stop.is_set():
             changes = self.params.take_pending()
             if changes:
