@@ -63,7 +63,8 @@ def params_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _write_bag(path: Path, positions: np.ndarray, efforts: np.ndarray) -> None:
+def _write_bag(path: Path, positions: np.ndarray, efforts: np.ndarray,
+               velocities: np.ndarray | None = None, period_ns: int = 10_000_000) -> None:
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import Stores, get_typestore
 
@@ -73,13 +74,14 @@ def _write_bag(path: Path, positions: np.ndarray, efforts: np.ndarray) -> None:
     time_type = store.types["builtin_interfaces/msg/Time"]
     with Writer(path, version=8) as writer:
         conn = writer.add_connection("/joint_states", msg_type.__msgtype__, typestore=store)
-        for k, (q, tau) in enumerate(zip(positions, efforts, strict=True)):
-            stamp_ns = 1_000_000_000 + k * 10_000_000
+        qd_all = np.zeros_like(positions) if velocities is None else velocities
+        for k, (q, qd, tau) in enumerate(zip(positions, qd_all, efforts, strict=True)):
+            stamp_ns = 1_000_000_000 + k * period_ns
             msg = msg_type(header=header_type(stamp=time_type(sec=stamp_ns // 10**9,
                                                               nanosec=stamp_ns % 10**9),
                                               frame_id=""),
                            name=[f"joint{i}" for i in range(1, 7)], position=np.asarray(q, float),
-                           velocity=np.zeros(6), effort=np.asarray(tau, float))
+                           velocity=np.asarray(qd, float), effort=np.asarray(tau, float))
             writer.write(conn, stamp_ns, store.serialize_cdr(msg, msg_type.__msgtype__))
 
 
@@ -164,3 +166,40 @@ def test_parameters_of_another_arm_are_refused(params_file: Path, tmp_path: Path
     err = capsys.readouterr().err
     assert (code, err.count("\n")) == (2, 1)
     assert "give --urdf, the arm identified" in err
+
+
+def test_identify_warns_of_an_ill_conditioned_fit_and_its_file_predicts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`identify --out` on sweeps of +-5 deg, joint 4's of +-0.5 deg: one warning on stderr and in
+    the file, naming joint4; the other joints' numbers under ILL_CONDITIONED; `predict` reads it."""
+    import yaml
+
+    from humanoid_balance.core.identification.estimation import ILL_CONDITIONED
+    from humanoid_balance.core.identification.regressor import GravityRegressor
+    from humanoid_balance.core.identification.trajectory import PlanFollower, identification_plan
+
+    static = np.radians([0.0, 30.0, 20.0, 60.0, 40.0, 30.0])
+    halves = np.radians([5.0, 5.0, 5.0, 0.5, 5.0, 5.0])
+    follower = PlanFollower(identification_plan([static] * 6, list(zip(static - halves,
+                                                                        static + halves,
+                                                                        strict=True))),
+                            np.zeros(6))
+    points = [follower.at(t) for t in np.arange(0.0, follower.duration, 0.005)]
+    q = np.array([p.position for p in points])
+    qd = np.array([p.velocity for p in points])
+    regressor = GravityRegressor(_true_model(9.81), 9.81)
+    tau = np.array([regressor.gravity_torques(qk) for qk in q]) + 0.05 * np.sign(qd)
+    _write_bag(tmp_path / "bag", q, tau, qd, period_ns=5_000_000)
+    out = tmp_path / "results.yaml"
+    code = main(["identify", str(tmp_path / "bag"), "--trim", "0.1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if "ill-conditioned" in line]
+    assert len(warned) == 1 and "joint4's parameters" in warned[0], err
+    doc = yaml.safe_load(out.read_text())
+    assert doc["warnings"] == [warned[0].split("warning: ", 1)[1]]
+    conditions = doc["condition_numbers"]
+    assert conditions["joint4"] > ILL_CONDITIONED
+    assert max(v for k, v in conditions.items() if k != "joint4") < ILL_CONDITIONED, conditions
+    assert main(["predict", str(out), "--gravity", str(MOON), "--joints",
+                 ",".join(map(str, Q))]) == 0

@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Estimate and print (and with ``--out`` write) the gravity parameters."""
     from humanoid_balance.bag_identification import BagIdentificationSettings, estimate_from_bag
+    from humanoid_balance.core.identification.estimation import fit_warnings
     from humanoid_balance.exceptions import HumanoidBalanceError
     from humanoid_balance.results import check_output
 
@@ -69,11 +70,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name:<45} {value: .6g} {unit}  (std {std:.2g})")
     for joint, rmse in zip(args.joints, estimate.rmse_per_joint, strict=True):
         print(f"fit RMSE {joint}: {rmse:.4g} N m")
+    warnings = fit_warnings(estimate, args.joints)
+    for warning in warnings:
+        print(f"identify: warning: {warning}", file=sys.stderr)
     if args.out is not None:
         from humanoid_balance.core.identification.procedure import results_document
         from humanoid_balance.results import write_yaml
 
-        write_yaml(args.out, results_document(estimate, args.joints, args.gravity, sweeps,
-                                                    urdf=args.urdf))
+        document = results_document(estimate, args.joints, args.gravity, sweeps, urdf=args.urdf)
+        document["warnings"] = list(warnings)
+        write_yaml(args.out, document)
         print(f"wrote {args.out}")
     return 0

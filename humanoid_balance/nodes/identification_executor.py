@@ -81,7 +81,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 
-from humanoid_balance.core.identification.estimation import Estimate
+from humanoid_balance.core.identification.estimation import Estimate, fit_warnings
 from humanoid_balance.core.identification.optimisation import (
     ClearanceChecker,
     joint_line,
@@ -205,6 +205,8 @@ class IdentificationExecutor(LifecycleNode):
         self.message = ""
         self.estimate: Estimate | None = None
         self.quality: TimingQuality | None = None
+        #: what to suspect in the last run's results: its timing's and its fit's warnings
+        self.warnings: tuple[str, ...] = ()
         self.joints: tuple[str, ...] = ()
         self._active = False
         self._timer: Any = None
@@ -584,7 +586,7 @@ class IdentificationExecutor(LifecycleNode):
         self._stream, self._command_times = [], []
         self._sent, self._ramp, self._ramp_time, self._point = None, None, None, None
         self._t0_ns = self._clock_ns = now_ns
-        self.estimate, self.quality = None, None
+        self.estimate, self.quality, self.warnings = None, None, ()
         self.state, self.message = "running", "started"
         response.success = True
         response.message = (f"started: {len(self.plan)} sweeps, "
@@ -807,6 +809,7 @@ class IdentificationExecutor(LifecycleNode):
                                      method=str(self._p("method")), average=int(self._p("average")))
             if not np.all(np.isfinite(self.estimate.values)):
                 raise HumanoidBalanceError("the estimate is not finite")
+            self.warnings = self.quality.warnings + fit_warnings(self.estimate, self.joints)
         except Exception as exc:  # any failure of the estimation ends the run, not the node
             self.state, self.message = "failed", f"estimation failed: {exc}"
             if self.quality.warnings:
@@ -821,7 +824,7 @@ class IdentificationExecutor(LifecycleNode):
         document["timing"] = {key: getattr(self.quality, key) for key in (
             "samples", "sample_interval_s", "sample_gap_share", "longest_sample_gap_s",
             "late_share", "command_gap_share", "longest_command_gap_s")}
-        document["warnings"] = list(self.quality.warnings)
+        document["warnings"] = list(self.warnings)
         document["estimation"] = {"method": str(self._p("method")),
                                   "average": int(self._p("average")),
                                   "trim_s": float(self._p("trim"))}
@@ -836,8 +839,8 @@ class IdentificationExecutor(LifecycleNode):
             self.get_logger().error(self.message)
             return
         self.state, self.message = "done", f"parameters written to {path}"
-        if self.quality.warnings:
-            self.message += "; " + "; ".join(self.quality.warnings)
+        if self.warnings:
+            self.message += "; " + "; ".join(self.warnings)
             self.get_logger().warning(self.message)
         else:
             self.get_logger().info(self.message)
@@ -889,7 +892,7 @@ class IdentificationExecutor(LifecycleNode):
             if self._cause_is_input and problem is None:
                 return WARN, f"run stopped: {message} (cleared: start a new run)"
             return ERROR, f"run stopped: {message}"
-        if state == "done" and self.quality is not None and self.quality.warnings:
+        if state == "done" and self.warnings:
             return WARN, message
         if problem is not None and state in ("idle", "done", "cancelled", "running"):
             return WARN, f"{message}; a start would be refused: {problem}"

@@ -22,6 +22,7 @@ from clocked_arm import NODE, STATIC_DEG, Rig, executor_rig
 from process_harness import Recorder, statuses
 
 from humanoid_balance.core.identification import LUNAR_JOINTS
+from humanoid_balance.core.identification.estimation import ILL_CONDITIONED
 
 pytestmark = pytest.mark.ros
 
@@ -120,6 +121,11 @@ def test_start_cancel_restart_and_bag_agree(rig: Rig, tmp_path: Path) -> None:
     offline, sweeps = estimate_from_bag(settings)
     assert (doc["sweeps"], sweeps) == (6, 6)
     assert offline.values.tolist() == pytest.approx(values.tolist(), rel=1e-9)
+    # +-2 deg sweeps: each joint's block is conditioned under ILL_CONDITIONED, and not warned
+    conditions = list(doc["condition_numbers"].values())
+    assert conditions == pytest.approx(offline.condition_numbers.tolist(), rel=1e-9)
+    assert max(conditions) < ILL_CONDITIONED, conditions
+    assert not any("ill-conditioned" in w for w in doc["warnings"]), doc["warnings"]
 
 
 @pytest.mark.slow

@@ -13,12 +13,17 @@
 
 Both return an :class:`Estimate` with residuals and parameter standard
 deviations ``sqrt(diag(sigma^2 (H^T H)^-1))``, ``sigma^2 = |r|^2 / (N - p)``.
+:func:`block_condition_numbers` says how well each joint's sweep excited its own
+parameters (eq. 9's diagonal blocks), and :func:`fit_warnings` names the joints
+whose fit is ill-conditioned: a fit that passes the rank check can still amplify
+the torque noise many times into those parameters.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
@@ -42,6 +47,9 @@ class Estimate:
         std: standard deviations of the estimates (same units).
         rmse_per_joint: RMS of the torque residual of each joint [N m].
         samples: number of configurations used.
+        condition_numbers: per joint, the condition number of its own block over its
+            sweep's samples (:func:`block_condition_numbers`; NaN for a joint owning no
+            parameter); empty when not computed.
     """
 
     names: tuple[str, ...]
@@ -50,6 +58,52 @@ class Estimate:
     std: np.ndarray
     rmse_per_joint: np.ndarray
     samples: int
+    condition_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+#: A joint block's condition number above which :func:`fit_warnings` warns. On the lunar
+#: arm each block is two columns, and its number goes with the sweep's range alone: 3.2 for
+#: the default +-30 deg, 19.6 for +-5, 49 for +-2, 98 for +-1 and 196 for +-0.5 deg (every
+#: joint, static configuration [0, 40, 20, 60, 40, 30] deg). 100 is also the bound the
+#: excitation literature commonly gives for a well-excited identification.
+ILL_CONDITIONED = 100.0
+
+
+def condition_number(matrix: np.ndarray) -> float:
+    """Largest over smallest singular value of ``matrix`` (inf when it lost rank)."""
+    sv = np.linalg.svd(np.asarray(matrix, float), compute_uv=False)
+    return float(sv[0] / sv[-1]) if sv.size and sv[-1] > 0 else math.inf
+
+
+def block_condition_numbers(pset: ParameterSet, h: np.ndarray,
+                            sweep_joint: np.ndarray | None = None) -> np.ndarray:
+    """Each joint's block ``H_ii`` (its parameters in its own torque, eq. 9) conditioned.
+
+    Over the samples of joint i's sweep (all samples when ``sweep_joint`` is None): the
+    block eq. 10 solves for joint i, and the part of the global fit that joint i's sweep
+    excites. NaN for a joint owning no parameter or with no sample.
+    """
+    h = np.asarray(h, float)
+    owner = np.asarray(pset.owner)
+    out = np.full(h.shape[1], math.nan)
+    for i in range(h.shape[1]):
+        cols = np.flatnonzero(owner == i)
+        rows = (np.arange(h.shape[0]) if sweep_joint is None
+                else np.flatnonzero(np.asarray(sweep_joint) == i))
+        if cols.size and rows.size:
+            out[i] = condition_number(h[rows, i][:, cols])
+    return out
+
+
+def fit_warnings(estimate: Estimate, joints: Sequence[str]) -> tuple[str, ...]:
+    """One sentence per joint whose block is conditioned worse than :data:`ILL_CONDITIONED`."""
+    return tuple(
+        f"the fit of {joint}'s parameters is ill-conditioned (condition number {cond:.3g}, "
+        f"above {ILL_CONDITIONED:g}): its sweep barely changes their torques, and the torque "
+        "noise grows about as many times into them (see their std); sweep that joint over a "
+        "wider range, or from another static configuration, then run again"
+        for joint, cond in zip(joints, estimate.condition_numbers, strict=False)
+        if not cond <= ILL_CONDITIONED and not math.isnan(cond))
 
 
 def _check(h: np.ndarray, tau: np.ndarray) -> None:

@@ -35,6 +35,7 @@ import numpy as np
 import pinocchio as pin
 import scipy.optimize
 
+from humanoid_balance.core.identification.estimation import condition_number
 from humanoid_balance.core.identification.regressor import GravityRegressor, ParameterSet
 from humanoid_balance.core.identification.trajectory import MAX_SPEED_RAD_S, Sweep
 from humanoid_balance.exceptions import ConfigurationError
@@ -166,10 +167,8 @@ class StaticConfigurationProblem:
         qs = self.configurations(np.asarray(x, float))
         block = np.array([self.regressor(q)[self.joint] @ self._pinv for q in qs])
         q_range = float(np.sum(block.max(axis=0) - block.min(axis=0)))
-        sv = np.linalg.svd(block, compute_uv=False)
-        cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
         clearance = min(self.clearance.min_distance(q)[0] for q in qs)
-        return Excitation(q_range, cond, clearance)
+        return Excitation(q_range, condition_number(block), clearance)
 
     def objective(self, x: np.ndarray) -> float:
         """The paper's evaluation ``W = 1 / (1 + Q)`` (eq. 13); ``1 + violation`` if infeasible."""

@@ -13,6 +13,8 @@ scales with g); :func:`results_document` is the results file's content that the
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -22,6 +24,7 @@ import numpy as np
 from humanoid_balance.core.identification import METHODS
 from humanoid_balance.core.identification.estimation import (
     Estimate,
+    block_condition_numbers,
     estimate_global,
     estimate_sequential,
     estimate_weighted,
@@ -153,7 +156,10 @@ def identify(
     if method not in METHODS:
         raise InvalidInputError(f"method={method!r}: expected one of {', '.join(METHODS)}")
     q, tau, joint = paired_samples(recordings, pair_friction, average)
-    return ESTIMATORS[method](pset, pset.regressor(regressor.stacked(q)), tau, joint)
+    h = pset.regressor(regressor.stacked(q))
+    estimate = ESTIMATORS[method](pset, h, tau, joint)
+    return dataclasses.replace(estimate,
+                               condition_numbers=block_condition_numbers(pset, h, joint))
 
 
 def prediction_regressor(regressor: GravityRegressor, pset: ParameterSet, positions: np.ndarray,
@@ -351,4 +357,7 @@ def results_document(estimate: Estimate, joints: Sequence[str], gravity: float,
             for n, v, u, s in zip(estimate.names, estimate.values, estimate.units, estimate.std,
                                   strict=True)],
         "fit_rmse_n_m": {j: float(r) for j, r in zip(joints, estimate.rmse_per_joint, strict=True)},
+        # per joint, its block's conditioning over its sweep (null: no parameter of its own)
+        "condition_numbers": {j: (None if math.isnan(c) else float(c))
+                              for j, c in zip(joints, estimate.condition_numbers, strict=False)},
     }

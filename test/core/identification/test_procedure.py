@@ -12,6 +12,11 @@ import pytest
 import yaml
 
 from humanoid_balance.core.identification import METHODS
+from humanoid_balance.core.identification.estimation import (
+    ILL_CONDITIONED,
+    block_condition_numbers,
+    fit_warnings,
+)
 from humanoid_balance.core.identification.procedure import (
     ESTIMATORS,
     identify,
@@ -164,3 +169,57 @@ def test_results_yaml_round_trips(stream: tuple, tmp_path: Path) -> None:
     assert [p["name"] for p in doc["parameters"]] == list(comp.names)
     assert [p["value"] for p in doc["parameters"]] == estimate.values.tolist()
     assert list(doc["fit_rmse_n_m"]) == joints
+
+
+def _plan_stream(regressor: GravityRegressor, halves: list[float]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The stream of a plan whose joint j sweeps STATIC[j] +- halves[j] [rad] (as ``stream``)."""
+    plan = identification_plan([STATIC] * 6, [(s - h, s + h) for s, h in zip(STATIC, halves, strict=True)])
+    follower = PlanFollower(plan, np.zeros(6))
+    t = np.arange(0.0, follower.duration, 0.005)
+    points = [follower.at(tk) for tk in t]
+    q = np.array([p.position for p in points])
+    qd = np.array([p.velocity for p in points])
+    tau = np.array([regressor.gravity_torques(qk) for qk in q]) + 0.05 * np.sign(qd) + 0.5 * qd
+    return t, q, qd, tau
+
+
+def test_block_condition_numbers_are_each_joints_own_block_over_its_sweep() -> None:
+    """Joint i's number is cond(H[rows of sweep i, i][:, columns of joint i]), by numpy's cond."""
+    rng = np.random.default_rng(3)
+    pset = lunar_arm_composite_parameters()
+    h = rng.normal(size=(60, 6, len(pset.names)))
+    sweep = np.repeat(np.arange(6), 10)
+    owner = np.asarray(pset.owner)
+    expected = [np.linalg.cond(h[sweep == i, i][:, owner == i]) for i in range(6)]
+    assert block_condition_numbers(pset, h, sweep) == pytest.approx(expected, rel=1e-12)
+    everything = [np.linalg.cond(h[:, i][:, owner == i]) for i in range(6)]
+    assert block_condition_numbers(pset, h) == pytest.approx(everything, rel=1e-12)
+    assert math.isnan(block_condition_numbers(pset, h, np.zeros(60, int))[3])  # no sample
+
+
+def test_a_narrow_sweep_is_warned_by_name_and_wide_ones_are_not(stream: tuple) -> None:
+    """+-5 deg sweeps: condition numbers about 20, no warning; joint 4 swept +-0.5 deg alone:
+    its number over ILL_CONDITIONED and one warning naming it; the results file holds them."""
+    regressor, (t, q, qd, tau) = stream
+    comp = lunar_arm_composite_parameters()
+    joints = [f"joint{i}" for i in range(1, 7)]
+    wide = identify(segment_sweeps(t, q, qd, tau, trim_s=0.1), regressor, comp)
+    assert np.all((wide.condition_numbers > 10.0) & (wide.condition_numbers < 40.0)), \
+        wide.condition_numbers
+    assert fit_warnings(wide, joints) == ()
+    halves = [HALF] * 6
+    halves[3] = math.radians(0.5)
+    t2, q2, qd2, tau2 = _plan_stream(regressor, halves)
+    for method in METHODS:
+        narrow = identify(segment_sweeps(t2, q2, qd2, tau2, trim_s=0.1), regressor, comp,
+                          method=method)
+        assert narrow.condition_numbers[3] > ILL_CONDITIONED
+        others = np.delete(narrow.condition_numbers, 3)
+        assert np.all(others < 40.0), narrow.condition_numbers
+        warnings = fit_warnings(narrow, joints)
+        assert len(warnings) == 1 and warnings[0].startswith("the fit of joint4's parameters is "
+                                                             "ill-conditioned"), warnings
+        doc = results_document(narrow, joints, 9.81, 6)
+        assert doc["condition_numbers"] == pytest.approx(
+            dict(zip(joints, narrow.condition_numbers.tolist(), strict=True)), rel=1e-12)
