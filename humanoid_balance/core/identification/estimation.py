@@ -64,8 +64,8 @@ class Estimate:
 #: A joint block's condition number above which :func:`fit_warnings` warns. On the lunar
 #: arm each block is two columns, and its number goes with the sweep's range alone: 3.2 for
 #: the default +-30 deg, 19.6 for +-5, 49 for +-2, 98 for +-1 and 196 for +-0.5 deg (every
-#: joint, static configuration [0, 40, 20, 60, 40, 30] deg). 100 is also the bound the
-#: excitation literature commonly gives for a well-excited identification.
+#: joint, static configuration [0, 40, 20, 60, 40, 30] deg): the warning stands for a sweep
+#: narrower than about +-1 deg, 30 times the default's noise gain.
 ILL_CONDITIONED = 100.0
 
 
