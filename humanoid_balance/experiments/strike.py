@@ -465,7 +465,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             rate_hz: float, extra: float = 0.4, settle: float = 0.5,
             secondary: Sequence[str] = (), job_arm: str = "right",
             paper_form: bool = False, transport: Callable[[float], float] | None = None,
-            command_latency: float = 0.0, aux_posture: Sequence[float] | None = None) -> SimRun:
+            command_latency: float = 0.0, aux_posture: Sequence[float] | None = None,
+            observer: Callable[[Any], None] | None = None) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
 
     Args:
@@ -488,6 +489,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         command_latency: the simulation's playback latency [s] with ``transport``.
         aux_posture: the aux arm's ready posture [rad] (right-arm signs, 7 angles), where it
             stands before the strike with RMC; None: the controller's default.
+        observer: called with the simulation after every physics step of the strike, to
+            read what :class:`SimRun` does not hold (``tools/strike_rocking.py``).
     """
     from humanoid_balance.core.rmc import RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
@@ -529,6 +532,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
                 link.apply(sim)
             sim.step()
             rec.record(sim, estimator, ref.phase)
+            if observer is not None:
+                observer(sim)
     return rec.run(speed_m_s=float(trajectory.target_speed), selection=selection, balance=balance,
                    polygon_m=polygon)
 

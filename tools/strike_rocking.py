@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Where the strike's remaining ZMP shift with RMC comes from: the whole robot rocking on its soles.
+
+Runs the experiment's MuJoCo strike with RMC (``run_sim``, the paper's speed and rows) and
+prints, every 25 ms of the job arm's motion: the measured ZMP's shift from standing, the
+base's roll and pitch from standing, the angular momentum (Lx, Ly) about W that the
+joints' measured velocities carry (arms, waist, legs and neck together: what the
+encoders see) and MuJoCo's whole-body angular momentum about W (the base's motion
+included). Then, for the wait (0.3-0.6 s, the arms still): the largest of each, the
+base's pitch range and the period of its swing. README, arm_balance, "Why the strike's
+ratio stays" quotes it.
+
+    python tools/strike_rocking.py [--until 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.rmc import PAPER_SELECTION
+from humanoid_balance.experiments.strike import SIDES, run_sim, shift_series
+from humanoid_balance.resources import urdf_path
+
+
+def _roll_pitch(quat_wxyz: np.ndarray) -> tuple[float, float]:
+    w, x, y, z = quat_wxyz
+    return (float(np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))),
+            float(np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))))
+
+
+class Observer:
+    """After each physics step: the base's roll and pitch [rad] and the whole-body Lx, Ly about W."""
+
+    def __init__(self) -> None:
+        self.w: np.ndarray | None = None
+        self.rows: list[tuple[float, float, float, float]] = []
+
+    def __call__(self, sim: Any) -> None:
+        import mujoco
+
+        if self.w is None:  # W: the middle between the soles, on the floor, at the start
+            self.w = np.mean([sim.sole_transform(s)[:3, 3] for s in SIDES], axis=0)
+            self.w[2] = 0.0
+        m, d = sim.model, sim.data
+        mujoco.mj_subtreeVel(m, d)
+        root = 1  # the floating base: its subtree is the whole robot
+        momentum = d.subtree_linvel[root] * m.body_subtreemass[root]
+        angular = d.subtree_angmom[root] + np.cross(d.subtree_com[root] - self.w, momentum)
+        roll, pitch = _roll_pitch(d.qpos[3:7])
+        self.rows.append((roll, pitch, float(angular[0]), float(angular[1])))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--until", type=float, default=1.0, help="last time printed [s]")
+    args = parser.parse_args()
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    observer = Observer()
+    run = run_sim(model, speed=None, selection=PAPER_SELECTION, balance=True, rate_hz=500.0,
+                  observer=observer)
+    t = run.times_s - run.times_s[0]
+    zmp = (run.zmp_m - run.zmp_m[0]) * 1e3
+    base = np.array(observer.rows)
+    tilt = (base[:, :2] - base[0, :2]) * 1e3
+    steps_per_cycle = len(t) // len(run.held_momentum_by_group["arms"])
+    joints = sum(run.held_momentum_by_group.values())
+    joints = np.repeat(joints, steps_per_cycle, axis=0)[:len(t)]
+    print(f"{'t [s]':>6} {'phase':<8} {'ZMP shift x, y [mm]':>20} {'base roll, pitch [mrad]':>24} "
+          f"{'joints Lx, Ly [N m s]':>22} {'whole body Lx, Ly':>18}")
+    for tk in np.arange(0.0, args.until + 1e-9, 0.025):
+        i = min(int(np.searchsorted(t, tk)), len(t) - 1)
+        print(f"{t[i]:6.3f} {run.phase[i]:<8} {zmp[i, 0]:9.2f} {zmp[i, 1]:9.2f}   "
+              f"{tilt[i, 0]:10.3f} {tilt[i, 1]:10.3f}   {joints[i, 0]:9.3f} {joints[i, 1]:9.3f}   "
+              f"{base[i, 2]:8.3f} {base[i, 3]:8.3f}")
+    wait = run.phase == "wait"
+    pitch = tilt[wait, 1]
+    crossings = t[wait][1:][np.diff(np.sign(pitch - pitch.mean())) != 0]
+    period = 2.0 * float(np.mean(np.diff(crossings))) if len(crossings) > 1 else float("nan")
+    print(f"peak ZMP shift {shift_series(run)[0].max() * 1e3:.2f} mm")
+    print(f"in the wait (arms still): largest |joints' Lx, Ly| "
+          f"{np.abs(joints[wait]).max():.3f} N m s, largest |whole-body Lx, Ly| "
+          f"{np.abs(base[wait, 2:]).max():.3f} N m s; base pitch {pitch.min():.3f} to "
+          f"{pitch.max():.3f} mrad, swing period about {period:.2f} s "
+          f"({len(crossings)} crossings)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
