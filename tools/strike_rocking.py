@@ -6,11 +6,16 @@ prints, every 25 ms of the job arm's motion: the measured ZMP's shift from stand
 base's roll and pitch from standing, the angular momentum (Lx, Ly) about W that the
 joints' measured velocities carry (arms, waist, legs and neck together: what the
 encoders see) and MuJoCo's whole-body angular momentum about W (the base's motion
-included). Then, for the wait (0.3-0.6 s, the arms still): the largest of each, the
-base's pitch range and the period of its swing. README, arm_balance, "Why the strike's
-ratio stays" quotes it.
+included). Then, for the wait (0.3-0.6 s, the arms still): the largest of each and the
+base's pitch range. ``--standing S``: instead, the robot put at the strike's start pose
+(``HumanoidSim.reset``) and left standing for S seconds, its centre of mass's velocity
+every 0.1 s (the rocking mode alone). README, arm_balance, "Why the strike's ratio
+stays" quotes both.
 
-    python tools/strike_rocking.py [--until 1.0]
+``--settle S``: the strike starts S seconds after the reset (the experiment's 0.5 s by
+default); the peak is printed beside the run without RMC's.
+
+    python tools/strike_rocking.py [--until 1.0] [--settle 0.5] [--standing 4]
 """
 
 from __future__ import annotations
@@ -61,11 +66,19 @@ class Observer:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--until", type=float, default=1.0, help="last time printed [s]")
+    parser.add_argument("--settle", type=float, default=0.5,
+                        help="standing time before the strike [s] (the experiment's: 0.5)")
+    parser.add_argument("--standing", type=float, default=0.0,
+                        help="instead: stand this long [s] at the start pose, no strike")
     args = parser.parse_args()
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    if args.standing > 0.0:
+        return standing(model, args.standing)
     observer = Observer()
     run = run_sim(model, speed=None, selection=PAPER_SELECTION, balance=True, rate_hz=500.0,
-                  observer=observer)
+                  settle=args.settle, observer=observer)
+    without = run_sim(model, speed=None, selection=PAPER_SELECTION, balance=False, rate_hz=500.0,
+                      settle=args.settle)
     t = run.times_s - run.times_s[0]
     zmp = (run.zmp_m - run.zmp_m[0]) * 1e3
     base = np.array(observer.rows)
@@ -82,14 +95,35 @@ def main() -> int:
               f"{base[i, 2]:8.3f} {base[i, 3]:8.3f}")
     wait = run.phase == "wait"
     pitch = tilt[wait, 1]
-    crossings = t[wait][1:][np.diff(np.sign(pitch - pitch.mean())) != 0]
-    period = 2.0 * float(np.mean(np.diff(crossings))) if len(crossings) > 1 else float("nan")
-    print(f"peak ZMP shift {shift_series(run)[0].max() * 1e3:.2f} mm")
+    peak, peak_without = shift_series(run)[0].max(), shift_series(without)[0].max()
+    print(f"settled {args.settle:g} s: peak ZMP shift {peak * 1e3:.2f} mm, without RMC "
+          f"{peak_without * 1e3:.2f} mm (ratio {peak / peak_without:.4f})")
     print(f"in the wait (arms still): largest |joints' Lx, Ly| "
           f"{np.abs(joints[wait]).max():.3f} N m s, largest |whole-body Lx, Ly| "
           f"{np.abs(base[wait, 2:]).max():.3f} N m s; base pitch {pitch.min():.3f} to "
-          f"{pitch.max():.3f} mrad, swing period about {period:.2f} s "
-          f"({len(crossings)} crossings)")
+          f"{pitch.max():.3f} mrad")
+    return 0
+
+
+def standing(model: RobotModel, seconds: float) -> int:
+    """The robot at the strike's start pose, standing: its CoM's velocity every 0.1 s."""
+    import mujoco
+
+    from humanoid_balance.core.rmc import RmcController
+    from humanoid_balance.core.strike_trajectory import StrikeTrajectory
+    from humanoid_balance.sim.humanoid import HumanoidSim
+
+    strike = StrikeTrajectory(model)
+    pose = {**dict(zip(strike.joint_names, strike.initial, strict=True)),
+            **(RmcController(model).aux_posture_positions or {})}
+    sim = HumanoidSim()
+    sim.reset(pose)
+    print(f"{'t [s]':>5} {'CoM velocity x, y, z [mm/s]':>30}")
+    for k in range(1, round(seconds / 0.1) + 1):
+        sim.settle(0.1)
+        mujoco.mj_subtreeVel(sim.model, sim.data)
+        v = sim.data.subtree_linvel[1] * 1e3
+        print(f"{0.1 * k:5.1f} {v[0]:9.2f} {v[1]:9.2f} {v[2]:9.2f}")
     return 0
 
 

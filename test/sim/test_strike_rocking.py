@@ -39,7 +39,7 @@ def test_in_the_wait_the_whole_body_swings_more_than_the_joints_carry() -> None:
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if re.match(r"\s*0\.\d{3} to_ready", line)]
     assert len(rows) == 5, done.stdout
-    peak = re.search(r"peak ZMP shift (\S+) mm", done.stdout)
+    peak = re.search(r"settled 0.5 s: peak ZMP shift (\S+) mm", done.stdout)
     assert peak is not None, done.stdout
     summary = re.search(r"largest \|joints' Lx, Ly\| (\S+) N m s, largest \|whole-body Lx, Ly\| "
                         r"(\S+) N m s; base pitch (\S+) to (\S+) mrad", done.stdout)
