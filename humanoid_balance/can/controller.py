@@ -404,8 +404,14 @@ class WaistController:
 
     # --- requests --------------------------------------------------------------------------
 
-    def enable(self, now_s: float) -> None:
+    def enable(self, now_s: float, inclinometer_at_s: float | None = None) -> None:
         """Enable both drives and hold the measured position (zero velocity).
+
+        ``inclinometer_at_s`` (default ``now_s``): the time at which the inclinometer sample
+        that checks the encoders must be fresh. A node that retries an enable while its
+        executor takes no sample passes the request's arrival: the drives are disabled
+        (brakes on) meanwhile, so a sample fresh then still shows the pose, and judged at a
+        retry's time it went stale and the waist enabled unchecked.
 
         Raises:
             CanBusError: in FAULT (reset first), without fresh feedback, or when sending fails.
@@ -429,7 +435,8 @@ class WaistController:
                 f"cannot enable: {outside}, more than {math.degrees(ENABLE_RANGE_TOLERANCE_RAD):g} "
                 "deg outside the joint range: holding it would step the waist to the edge; "
                 "configure limits that include this pose, then command it into the range")
-        unhomed = self._encoder_zero_problem(q_encoders, now_s)
+        unhomed = self._encoder_zero_problem(
+            q_encoders, now_s if inclinometer_at_s is None else min(now_s, inclinometer_at_s))
         if unhomed:
             raise InvalidInputError(f"cannot enable: {unhomed}")
         self._trajectory = None

@@ -316,7 +316,11 @@ class WaistControllerNode(LifecycleNode):
                       self.pub_reference]
         self._subs = [
             self.create_subscription(JointTrajectory, "/waist/command", self._on_command, qos),
-            self.create_subscription(Imu, "/waist/inclinometer", self._on_inclinometer, qos),
+            # depth 1: the newest sample only. The executor takes none while it answers a
+            # request (a stop waits up to seconds); with a queue, the classic executor (one
+            # take per subscription and wait) handed the next enable the oldest one queued
+            self.create_subscription(Imu, "/waist/inclinometer", self._on_inclinometer,
+                                     QoSProfile(depth=1)),
         ]
         if self.simulated_waist is not None:  # test-only fault injection into the simulation
             from std_msgs.msg import String
@@ -421,6 +425,9 @@ class WaistControllerNode(LifecycleNode):
         if ctl is None:
             return "not configured"
         renew, final = [True], [False]
+        # this executor takes no inclinometer sample while the attempts below are retried: a
+        # sample fresh when the request came checks the encoders (the drives are disabled)
+        asked = self._controller_now()
 
         def attempt(now: float) -> str:
             try:
@@ -429,7 +436,7 @@ class WaistControllerNode(LifecycleNode):
                     renew[0] = False
                     if cause:
                         return f"the fault's cause is still there: {cause}"
-                ctl.enable(now)
+                ctl.enable(now, inclinometer_at_s=asked)
             except InvalidInputError as exc:
                 # the pose outside the range, or the encoders disagreeing with the inclinometer:
                 # no retry (this executor takes no inclinometer sample meanwhile: a retry once

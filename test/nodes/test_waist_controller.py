@@ -379,6 +379,27 @@ def test_enable_checks_the_encoders_against_the_inclinometer(
         r.sim.close()
 
 
+def test_a_sample_fresh_when_the_enable_was_asked_still_checks_a_later_attempt() -> None:
+    """The node retries an enable while its executor takes no sample: passed the request's
+    time, a disagreeing sample fresh then refuses an attempt 0.15 s later (judged at the
+    attempt, it had gone stale and the waist enabled unchecked); a sample older than the
+    timeout at the request decides nothing, as before."""
+    r = _unhomed_rig((0.0, 0.0), (0.0, 0.0))
+    try:
+        r.ctl.on_inclinometer(math.radians(10.0), 0.0, r.now)
+        asked = r.now
+        r.run(round(0.15 / DT))  # the attempts' retries: 0.15 s > inclinometer_timeout 0.1 s
+        with pytest.raises(InvalidInputError, match="more than homing_tolerance=2 deg"):
+            r.ctl.enable(r.now, inclinometer_at_s=asked)
+        assert r.ctl.state == ControllerState.IDLE
+        r.ctl.enable(r.now, inclinometer_at_s=asked + 0.15)  # stale when asked
+        r.run(50)
+        assert r.ctl.state == ControllerState.HOLDING and r.ctl.encoders_checked is False
+    finally:
+        r.bus.close()
+        r.sim.close()
+
+
 def test_a_stale_inclinometer_sample_is_not_checked_against() -> None:
     """A disagreeing sample older than inclinometer_timeout decides nothing: the enable goes
     ahead unchecked (the controller uses the encoders alone then, as it does while running)."""
@@ -731,6 +752,38 @@ def node_harness(rclpy_context: object) -> Iterator[NodeHarness]:
         yield h
     finally:
         h.close()
+
+
+def test_the_inclinometer_sample_taken_after_a_busy_spell_is_the_newest(
+        node_harness: NodeHarness) -> None:
+    """Ten samples (1 .. 10 deg) arrive while the executor is busy (a request being answered):
+    the one it takes first is the newest. With a queue the classic executor took the oldest, one
+    per wait, and an enable answered next judged the encoders against it (or found it stale)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from sensor_msgs.msg import Imu
+
+    h = node_harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    ctl = h.node.controller
+    assert ctl is not None
+    taken: list[float] = []
+    store = ctl.on_inclinometer
+
+    def record(pitch: float, roll: float, now: float) -> bool:
+        taken.append(math.degrees(pitch))
+        return store(pitch, roll, now)
+
+    ctl.on_inclinometer = record  # type: ignore[method-assign,assignment]
+    publisher = h.probe.create_publisher(Imu, "/waist/inclinometer", 10)
+    assert h.spin(3.0, lambda: publisher.get_subscription_count() > 0)
+    for pitch in range(1, 11):
+        msg = Imu()
+        msg.orientation.y, msg.orientation.w = (math.sin(math.radians(pitch) / 2.0),
+                                                math.cos(math.radians(pitch) / 2.0))
+        publisher.publish(msg)
+    time.sleep(0.3)  # delivered meanwhile, not taken: nothing spins
+    assert h.spin(2.0, lambda: bool(taken))
+    assert taken[0] == pytest.approx(10.0, abs=1e-9), taken
 
 
 def test_configure_refuses_bus_overload(rclpy_context: object) -> None:
