@@ -39,18 +39,25 @@ STATIC = np.radians([0.0, 30.0, 20.0, 60.0, 40.0, 30.0])
 HALF = math.radians(5.0)
 
 
-@pytest.fixture(scope="module")
-def stream() -> tuple[GravityRegressor, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """A 200 Hz stream of the whole plan (approaches included) with RNEA gravity + friction."""
-    regressor = GravityRegressor(pin.buildModelFromUrdf(str(urdf_path("lunar_arm"))))
-    plan = identification_plan([STATIC] * 6, [(s - HALF, s + HALF) for s in STATIC])
+def _plan_stream(regressor: GravityRegressor, halves: list[float]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A 200 Hz stream of the whole plan whose joint j sweeps STATIC[j] +- halves[j] [rad]
+    (approaches included) with RNEA gravity + friction."""
+    plan = identification_plan([STATIC] * 6, [(s - h, s + h) for s, h in zip(STATIC, halves, strict=True)])
     follower = PlanFollower(plan, np.zeros(6))
     t = np.arange(0.0, follower.duration, 0.005)
     points = [follower.at(tk) for tk in t]
     q = np.array([p.position for p in points])
     qd = np.array([p.velocity for p in points])
     tau = np.array([regressor.gravity_torques(qk) for qk in q]) + 0.05 * np.sign(qd) + 0.5 * qd
-    return regressor, (t, q, qd, tau)
+    return t, q, qd, tau
+
+
+@pytest.fixture(scope="module")
+def stream() -> tuple[GravityRegressor, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The stream of the plan sweeping every joint +- 5 deg."""
+    regressor = GravityRegressor(pin.buildModelFromUrdf(str(urdf_path("lunar_arm"))))
+    return regressor, _plan_stream(regressor, [HALF] * 6)
 
 
 def test_segmentation_finds_six_sweeps_back_to_front(stream: tuple) -> None:
@@ -169,19 +176,6 @@ def test_results_yaml_round_trips(stream: tuple, tmp_path: Path) -> None:
     assert [p["name"] for p in doc["parameters"]] == list(comp.names)
     assert [p["value"] for p in doc["parameters"]] == estimate.values.tolist()
     assert list(doc["fit_rmse_n_m"]) == joints
-
-
-def _plan_stream(regressor: GravityRegressor, halves: list[float]
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The stream of a plan whose joint j sweeps STATIC[j] +- halves[j] [rad] (as ``stream``)."""
-    plan = identification_plan([STATIC] * 6, [(s - h, s + h) for s, h in zip(STATIC, halves, strict=True)])
-    follower = PlanFollower(plan, np.zeros(6))
-    t = np.arange(0.0, follower.duration, 0.005)
-    points = [follower.at(tk) for tk in t]
-    q = np.array([p.position for p in points])
-    qd = np.array([p.velocity for p in points])
-    tau = np.array([regressor.gravity_torques(qk) for qk in q]) + 0.05 * np.sign(qd) + 0.5 * qd
-    return t, q, qd, tau
 
 
 def test_block_condition_numbers_are_each_joints_own_block_over_its_sweep() -> None:
