@@ -103,7 +103,7 @@ def fit_warnings(estimate: Estimate, joints: Sequence[str]) -> tuple[str, ...]:
         "noise grows about as many times into them (see their std); sweep that joint over a "
         "wider range, or from another static configuration, then run again"
         for joint, cond in zip(joints, estimate.condition_numbers, strict=False)
-        if not cond <= ILL_CONDITIONED and not math.isnan(cond))
+        if cond > ILL_CONDITIONED)  # NaN (no parameter of its own) is not
 
 
 def _check(h: np.ndarray, tau: np.ndarray) -> None:
