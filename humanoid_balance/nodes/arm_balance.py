@@ -114,8 +114,10 @@ class ArmBalanceNode(LifecycleNode):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
         #: the momentum and the model ZMP are written only while heard (the commands always)
         self.listeners = Listeners((self.pub_momentum, self.pub_zmp))
-        # the state and the job input: only the newest counts (a cycle late behind a queue of
-        # older samples would answer each of them, late, and fall further behind)
+        # the state, the job input, the margin and the base pose: only the newest counts (a
+        # cycle late behind a queue of older samples would answer each of them, late, and fall
+        # further behind; the classic executor takes one per wait, the oldest queued first, and
+        # the margin, unstamped, is timed on arrival: an old one then passed for fresh)
         latest = QoSProfile(depth=1)
         self._subs = [
             self.create_subscription(JointState, "/joint_states", self._on_joint_states, latest,
@@ -126,11 +128,11 @@ class ArmBalanceNode(LifecycleNode):
             # read from their CDR bytes too (a JointState object costs 13 us to build)
             self.create_subscription(JointState, "/arm_balance/job_joint_velocities",
                                      self._on_job_joints, latest, raw=True),
-            self.create_subscription(Float64, "/zmp/stability_margin", self._on_margin, qos,
+            self.create_subscription(Float64, "/zmp/stability_margin", self._on_margin, latest,
                                      raw=True)]
         if controller.needs_base_pose:
             self._subs.append(self.create_subscription(PoseStamped, v["base_pose_topic"],
-                                                       self._on_base_pose, qos))
+                                                       self._on_base_pose, latest))
         self.srv_enable = self.create_service(SetBool, "/arm_balance/enable", self._on_enable)
         self._momentum_writer = cdr.wrench_stamped_writer(controller.momentum_frame)
         self._zmp_writer = cdr.PointStampedWriter("W")

@@ -633,3 +633,23 @@ def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -
         assert _fields(deserialize_message(zmp, PointStamped)) == _fields(old_zmp)
     assert any(v != 0.0 for c in pubs["pub_command"].sent
                for v in deserialize_message(c, JointState).velocity)  # the arms moved
+
+
+
+def test_the_margin_taken_after_a_busy_spell_is_the_newest(harness: Harness) -> None:
+    """Ten margins (0.10 .. 0.01 m, falling) arrive while the executor is busy: the one the
+    balance guard takes first is the newest (0.01 m). Unstamped, a margin is timed on arrival:
+    with a queue the classic executor took the oldest first (0.10 m, the robot falling away
+    from it) and the guard judged it fresh."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from std_msgs.msg import Float64
+
+    h = harness
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    h.publish_joints = False
+    assert h.spin(3.0, lambda: h.pub_margin.get_subscription_count() > 0)
+    for k in range(10):
+        h.pub_margin.publish(Float64(data=0.10 - 0.01 * k))
+    time.sleep(0.3)  # delivered meanwhile, not taken: nothing spins
+    assert h.spin(2.0, lambda: h.node._margin is not None)
+    assert h.node._margin is not None and h.node._margin.value_m == pytest.approx(0.01, abs=1e-12)
