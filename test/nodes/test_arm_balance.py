@@ -650,6 +650,6 @@ def test_the_margin_taken_after_a_busy_spell_is_the_newest(harness: Harness) -> 
     assert h.spin(3.0, lambda: h.pub_margin.get_subscription_count() > 0)
     for k in range(10):
         h.pub_margin.publish(Float64(data=0.10 - 0.01 * k))
-    time.sleep(0.3)  # delivered meanwhile, not taken: nothing spins
+    time.sleep(1.0)  # delivered meanwhile (loopback: well under 1 ms each), not taken: nothing spins
     assert h.spin(2.0, lambda: h.node._margin is not None)
     assert h.node._margin is not None and h.node._margin.value_m == pytest.approx(0.01, abs=1e-12)

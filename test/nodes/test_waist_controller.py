@@ -781,7 +781,7 @@ def test_the_inclinometer_sample_taken_after_a_busy_spell_is_the_newest(
         msg.orientation.y, msg.orientation.w = (math.sin(math.radians(pitch) / 2.0),
                                                 math.cos(math.radians(pitch) / 2.0))
         publisher.publish(msg)
-    time.sleep(0.3)  # delivered meanwhile, not taken: nothing spins
+    time.sleep(1.0)  # delivered meanwhile (loopback: well under 1 ms each), not taken: nothing spins
     assert h.spin(2.0, lambda: bool(taken))
     assert taken[0] == pytest.approx(10.0, abs=1e-9), taken
 
