@@ -262,10 +262,10 @@ class MeasuredState:
         taken = kernels.take_positions(position, msg_idx, joint_idx, q_idx, self._lower,
                                        self._upper, now_s, stamp_ns, self.joint_times_s,
                                        self.joint_stamps_ns, self.q)
-        if taken == 1:
+        if taken == kernels.NOT_FINITE:
             bad = [n for n, v in zip(names, position, strict=True) if not math.isfinite(v)]
             return f"joint states have non-finite positions for {bad}: ignored"
-        if taken == 2:
+        if taken == kernels.BEYOND_LIMITS:
             values = position[msg_idx]
             beyond = (values < self._lower[joint_idx]) | (values > self._upper[joint_idx])
             far = {self.joint_names[int(j)]: float(v) for j, v in

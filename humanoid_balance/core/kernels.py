@@ -251,6 +251,10 @@ def commit(a_ref: np.ndarray, a_w: np.ndarray, same: bool, qd_job: np.ndarray,
     return qd, h_job, h_aux, h, h_w, rate, q_next
 
 
+#: :func:`take_positions`'s answers: taken; a non-finite position; a joint beyond its limits
+TAKEN, NOT_FINITE, BEYOND_LIMITS = 0, 1, 2
+
+
 @compiled
 def take_positions(position: np.ndarray, msg_index: np.ndarray, joint_index: np.ndarray,
                    q_index: np.ndarray, lower: np.ndarray, upper: np.ndarray, now_s: float,
@@ -258,26 +262,26 @@ def take_positions(position: np.ndarray, msg_index: np.ndarray, joint_index: np.
                    q: np.ndarray) -> int:
     """Take a joint-state sample into a measured state (``MeasuredState.update_joints``).
 
-    ``position[msg_index[k]]`` is joint ``joint_index[k]``, at ``q[q_index[k]]``. Returns 0
-    (taken), 1 (a non-finite position) or 2 (a joint outside ``[lower, upper]``); nothing is
-    written unless 0. A joint whose last sample had the same nonzero ``stamp_ns`` keeps its
-    time.
+    ``position[msg_index[k]]`` is joint ``joint_index[k]``, at ``q[q_index[k]]``. Returns
+    :data:`TAKEN`, :data:`NOT_FINITE` (a position of the message) or :data:`BEYOND_LIMITS` (a
+    joint outside ``[lower, upper]``); nothing is written unless taken. A joint whose last
+    sample had the same nonzero ``stamp_ns`` keeps its time.
     """
     for k in range(position.shape[0]):
         if not math.isfinite(position[k]):
-            return 1
+            return NOT_FINITE
     for k in range(msg_index.shape[0]):
         value = position[msg_index[k]]
         j = joint_index[k]
         if value < lower[j] or value > upper[j]:
-            return 2
+            return BEYOND_LIMITS
     for k in range(msg_index.shape[0]):
         j = joint_index[k]
         if stamp_ns == 0 or joint_stamps_ns[j] != stamp_ns:
             joint_times_s[j] = now_s
         joint_stamps_ns[j] = stamp_ns
         q[q_index[k]] = position[msg_index[k]]
-    return 0
+    return TAKEN
 
 
 @compiled

@@ -208,7 +208,7 @@ def _servo_step(goal: np.ndarray, target: np.ndarray, target_qd: np.ndarray,
     velocity moves with it (within the joint's range), the targets toward their goals (the
     acceleration-limited ones within their limit while ``ramping``), then the controls.
     Returns whether the ramp goes on."""
-    goal_was = goal.copy()
+    goal_was = goal.copy() if ramping else goal  # (only the ramp reads the goal's last step)
     for i in range(goal.shape[0]):
         if target_qd[i] != 0.0:
             goal[i] = min(max(goal[i] + target_qd[i] * dt, lower[i]), upper[i])
@@ -535,15 +535,9 @@ class MujocoRobotSim:
 
     def joint_state(self) -> JointStateSample:
         """Joint positions (with encoder noise), velocities and servo efforts."""
-        noise = self._rng.normal(0.0, self.joint_position_noise, len(self.joint_names)) \
-            if self.joint_position_noise > 0 else None
-        return self._joint_state(noise)
-
-    def _joint_state(self, position_noise: np.ndarray | None) -> JointStateSample:
-        """The joint state with ``position_noise`` [rad] (drawn by the caller) on the positions."""
         position = self.data.qpos[self._qadr]  # an index array: a new array
-        if position_noise is not None:
-            position += position_noise
+        if self.joint_position_noise > 0:
+            position += self._rng.normal(0.0, self.joint_position_noise, len(self.joint_names))
         return JointStateSample(
             names=self.joint_names,
             position=position,

@@ -162,12 +162,12 @@ def test_take_positions_refuses_whole_and_renews_only_new_stamps() -> None:
                             q))
 
         bad = np.array([0.1, np.nan, 0.0, 0.0, 0.0])
-        assert take(bad, 1.0, 5) == 1
-        assert take(np.array([0.1, 0.0, 1.5, 0.0, 0.0]), 1.0, 5) == 2
+        assert take(bad, 1.0, 5) == kernels.NOT_FINITE == 1
+        assert take(np.array([0.1, 0.0, 1.5, 0.0, 0.0]), 1.0, 5) == kernels.BEYOND_LIMITS
         assert np.isnan(times).all() and not q.any()  # nothing written
         # a read-only view of message bytes, as the joint-state reader gives
         sample = np.frombuffer(np.array([0.1, 0.2, 0.3, 0.4, 0.5]).tobytes())
-        assert take(sample, 1.0, 5) == 0
+        assert take(sample, 1.0, 5) == kernels.TAKEN
         np.testing.assert_array_equal(q[2:], sample)
         assert take(sample, 2.0, 5) == 0  # the same stamp again: not a fresh measurement
         np.testing.assert_array_equal(times, np.full(n, 1.0))
