@@ -15,7 +15,12 @@ stays" quotes both.
 ``--settle S``: the strike starts S seconds after the reset (the experiment's 0.5 s by
 default); the peak is printed beside the run without RMC's.
 
-    python tools/strike_rocking.py [--until 1.0] [--settle 0.5] [--standing 4]
+``--plants [NAME ...]``: instead, the strike with and without RMC on stiffer robots than the
+default one (:data:`PLANTS`: the sole pads' contact, the legs' and the waist's servos, each
+alone and together; all of them without names): how much of the remaining ratio the
+compliance of the plant makes. The controller is the same in every row.
+
+    python tools/strike_rocking.py [--until 1.0] [--settle 0.5] [--standing 4] [--plants]
 """
 
 from __future__ import annotations
@@ -33,6 +38,47 @@ from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
 from humanoid_balance.experiments.strike import SIDES, run_sim, shift_series
 from humanoid_balance.resources import urdf_path
+
+#: The stiffened plants: contact time constant [s] (MuJoCo ``solref``), and the factor on the
+#: legs' and the waist's servo gains (kp and kv both).
+PLANTS: dict[str, tuple[float, float, float]] = {
+    "default": (0.02, 1.0, 1.0),
+    "contact": (0.002, 1.0, 1.0),
+    "legs": (0.02, 10.0, 1.0),
+    "waist": (0.02, 1.0, 10.0),
+    "contact+legs": (0.002, 10.0, 1.0),
+    "contact+waist": (0.002, 1.0, 10.0),
+    "legs+waist": (0.02, 10.0, 10.0),
+    "stiff": (0.002, 10.0, 10.0),
+}
+
+
+def plant_options(name: str) -> dict[str, Any]:
+    """``run_sim``'s ``sim_options`` for one of :data:`PLANTS`."""
+    from humanoid_balance.sim.humanoid import DEFAULT_GAINS, ServoGains
+
+    timeconst, legs, waist = PLANTS[name]
+    gains = []
+    for prefix, g in DEFAULT_GAINS:
+        factor = legs if prefix == "" else waist if prefix == "waist_" else 1.0
+        gains.append((prefix, ServoGains(g.kp * factor, g.kv * factor, g.armature)))
+    return {"contact_timeconst": timeconst, "gains": tuple(gains)}
+
+
+def plants(model: RobotModel, names: list[str], settle: float) -> int:
+    """The strike's peak ZMP shift with and without RMC on each plant."""
+    print(f"{'plant':<14} {'contact [s]':>11} {'legs x':>6} {'waist x':>7} "
+          f"{'with RMC [mm]':>13} {'without [mm]':>12} {'ratio':>7}")
+    for name in names:
+        options = plant_options(name)
+        peaks = [shift_series(run_sim(model, speed=None, selection=PAPER_SELECTION,
+                                      balance=balance, rate_hz=500.0, settle=settle,
+                                      sim_options=options))[0].max()
+                 for balance in (True, False)]
+        timeconst, legs, waist = PLANTS[name]
+        print(f"{name:<14} {timeconst:11.3f} {legs:6g} {waist:7g} {peaks[0] * 1e3:13.2f} "
+              f"{peaks[1] * 1e3:12.2f} {peaks[0] / peaks[1]:7.4f}", flush=True)
+    return 0
 
 
 def _roll_pitch(quat_wxyz: np.ndarray) -> tuple[float, float]:
@@ -70,8 +116,13 @@ def main() -> int:
                         help="standing time before the strike [s] (the experiment's: 0.5)")
     parser.add_argument("--standing", type=float, default=0.0,
                         help="instead: stand this long [s] at the start pose, no strike")
+    parser.add_argument("--plants", nargs="*", choices=list(PLANTS), default=None,
+                        metavar="NAME", help="instead: the peak with and without RMC on these "
+                        f"plants ({', '.join(PLANTS)}; none named: all)")
     args = parser.parse_args()
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    if args.plants is not None:
+        return plants(model, args.plants or list(PLANTS), args.settle)
     if args.standing > 0.0:
         return standing(model, args.standing)
     observer = Observer()

@@ -32,7 +32,7 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -466,7 +466,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             secondary: Sequence[str] = (), job_arm: str = "right",
             paper_form: bool = False, transport: Callable[[float], float] | None = None,
             command_latency: float = 0.0, aux_posture: Sequence[float] | None = None,
-            observer: Callable[[Any], None] | None = None) -> SimRun:
+            observer: Callable[[Any], None] | None = None,
+            sim_options: Mapping[str, Any] | None = None) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz.
 
     Args:
@@ -491,6 +492,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             stands before the strike with RMC; None: the controller's default.
         observer: called with the simulation after every physics step of the strike, to
             read what :class:`SimRun` does not hold (``tools/strike_rocking.py``).
+        sim_options: keyword arguments of :class:`~humanoid_balance.sim.humanoid.HumanoidSim`
+            (``gains``, ``contact_timeconst``, ...): another plant than the default robot.
     """
     from humanoid_balance.core.rmc import RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
@@ -499,7 +502,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
     controller = _controller(model, job_arm=job_arm, selection=selection, secondary=secondary,
                              balance=balance, paper_form=paper_form, aux_posture=aux_posture)
     trajectory, pose = _setup(model, speed, controller, job_arm=job_arm)
-    sim = HumanoidSim(arm_acceleration_limits=transport is not None)
+    sim = HumanoidSim(**{"arm_acceleration_limits": transport is not None, **(sim_options or {})})
     sim.reset(pose)
     sim.settle(settle)
     link = None if transport is None else _Transport(transport, command_latency)

@@ -43,12 +43,13 @@ from humanoid_balance.exceptions import InvalidInputError, ModelFileError
 from humanoid_balance.resources import urdf_path as package_urdf_path
 from humanoid_balance.sim.robot import JointStateSample, MujocoRobotSim, ServoGains
 
-__all__ = ["DEFAULT_GAINS", "SIDES", "HumanoidSim", "JointStateSample", "SensorNoise",
-           "SensorReadings", "ServoGains"]
+__all__ = ["DEFAULT_CONTACT_TIMECONST", "DEFAULT_GAINS", "SIDES", "HumanoidSim",
+           "JointStateSample", "SensorNoise", "SensorReadings", "ServoGains"]
 
 SIDES = ("left", "right")
 FSR_COUNT = 4
 PAD_RADIUS = 0.01  # m, radius of the contact sphere under each FSR
+DEFAULT_CONTACT_TIMECONST = 0.02  # s, MuJoCo's default solref time constant
 
 #: Servo gains by joint-name prefix (first match wins); armature stands for the
 #: reflected rotor inertia of the drives.
@@ -179,6 +180,10 @@ class HumanoidSim(MujocoRobotSim):
         noise: sensor noise (default noise-free).
         seed: seed of the noise generator.
         gains: servo gains by joint-name prefix (default :data:`DEFAULT_GAINS`).
+        contact_timeconst: time constant [s] of the sole pads' contact with the floor
+            (MuJoCo ``solref``, critically damped; MuJoCo's default 0.02, which lets the
+            standing robot sink 0.81 mm into the floor). Smaller is stiffer; at least two
+            physics steps.
         arm_acceleration_limits: the arm servos' targets move within the arms'
             acceleration limits (seed 000, Table 2): a command that jumps (late or sparse
             commands of a free-running simulation) is closed along a ramp instead of with an
@@ -197,11 +202,17 @@ class HumanoidSim(MujocoRobotSim):
         noise: SensorNoise | None = None,
         seed: int = 0,
         gains: Sequence[tuple[str, ServoGains]] = DEFAULT_GAINS,
+        contact_timeconst: float = DEFAULT_CONTACT_TIMECONST,
         arm_acceleration_limits: bool = False,
     ) -> None:
         if not np.isfinite(friction) or friction < 0:
             raise InvalidInputError(f"friction={friction} must be finite and >= 0")
+        # MuJoCo: a time constant under two steps is not resolved by the integrator
+        if not np.isfinite(contact_timeconst) or contact_timeconst < 2.0 * timestep:
+            raise InvalidInputError(f"contact_timeconst={contact_timeconst} must be finite and at "
+                                    f"least two physics steps ({2.0 * timestep} s)")
         self.friction = friction
+        self.contact_timeconst = float(contact_timeconst)
         self.arm_acceleration_limits = arm_acceleration_limits
         self.noise = noise if noise is not None else SensorNoise()
         self._contacts_valid_at = -1.0
@@ -228,6 +239,7 @@ class HumanoidSim(MujocoRobotSim):
             name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5.0, 5.0, 0.1], friction=friction)
         floor.contype = 1
         floor.conaffinity = 1
+        floor.solref = [self.contact_timeconst, 1.0]
         for side in SIDES:
             foot = spec.body(f"{side}_foot")
             if foot is None:
@@ -249,6 +261,7 @@ class HumanoidSim(MujocoRobotSim):
                 pad.mass = 0.0
                 pad.condim = 3
                 pad.friction = friction
+                pad.solref = [self.contact_timeconst, 1.0]
         # the FSRs: touch sensors (sum of the normal forces of a body's contacts inside
         # the sensor's site), added after the ankle sensors so that their 8 readings are
         # contiguous in sensordata (left 0-3, right 0-3)

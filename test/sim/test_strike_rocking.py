@@ -18,8 +18,12 @@ from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
 from humanoid_balance.experiments.strike import run_sim
 from humanoid_balance.resources import urdf_path
+from humanoid_balance.sim.humanoid import DEFAULT_GAINS
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "strike_rocking.py"
+sys.path.insert(0, str(TOOL.parent))
+
+import strike_rocking  # noqa: E402  (the tool: tools/ is not a package)
 
 
 def test_run_sim_calls_its_observer_after_every_physics_step() -> None:
@@ -48,3 +52,24 @@ def test_in_the_wait_the_whole_body_swings_more_than_the_joints_carry() -> None:
     assert 10.0 < float(peak.group(1)) < 25.0
     assert whole > 2.0 * joints, done.stdout
     assert high - low > 0.3, done.stdout
+
+
+def test_on_a_stiff_plant_the_same_controller_keeps_the_ratio_under_a_tenth() -> None:
+    """``--plants``: the controller unchanged, a robot with stiff sole contacts (0.002 s) and
+    legs' and waist's servos ten times as stiff takes the peak to under 0.10 of the run
+    without RMC (the README: 6.51 / 104.56 mm), where the default robot's is about 0.15."""
+    done = subprocess.run([sys.executable, str(TOOL), "--plants", "default", "stiff"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    ratios = dict(re.findall(r"^(default|stiff) .* (\d\.\d{4})$", done.stdout, re.MULTILINE))
+    assert set(ratios) == {"default", "stiff"}, done.stdout
+    assert 0.12 < float(ratios["default"]) < 0.18, done.stdout
+    assert float(ratios["stiff"]) <= 0.10, done.stdout
+
+
+def test_plant_options_scale_only_the_named_servos_and_set_the_contact() -> None:
+    options = strike_rocking.plant_options("contact+waist")
+    assert options["contact_timeconst"] == 0.002
+    for (prefix, new), (_, old) in zip(options["gains"], DEFAULT_GAINS, strict=True):
+        factor = 10.0 if prefix == "waist_" else 1.0
+        assert (new.kp, new.kv, new.armature) == (old.kp * factor, old.kv * factor, old.armature)
