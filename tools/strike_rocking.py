@@ -12,6 +12,9 @@ base's pitch range. ``--standing S``: instead, the robot put at the strike's sta
 every 0.1 s (the rocking mode alone). README, arm_balance, "Why the strike's ratio
 stays" quotes both.
 
+``--bodies``: instead of the joints' and the base's columns, MuJoCo's Lx, Ly about W split
+by bodies (arms, torso, pelvis, legs: :data:`BODY_GROUPS`), which shows what rocks.
+
 ``--settle S``: the strike starts S seconds after the reset (the experiment's 0.5 s by
 default); the peak is printed beside the run without RMC's.
 
@@ -20,7 +23,8 @@ default one (:data:`PLANTS`: the sole pads' contact, the legs' and the waist's s
 alone and together; all of them without names): how much of the remaining ratio the
 compliance of the plant makes. The controller is the same in every row.
 
-    python tools/strike_rocking.py [--until 1.0] [--settle 0.5] [--standing 4] [--plants]
+    python tools/strike_rocking.py [--until 1.0] [--settle 0.5] [--bodies] [--standing 4]
+        [--plants [NAME ...]]
 """
 
 from __future__ import annotations
@@ -87,26 +91,49 @@ def _roll_pitch(quat_wxyz: np.ndarray) -> tuple[float, float]:
             float(np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))))
 
 
+#: MuJoCo's whole-body momentum split by bodies: each group's subtree roots (the torso's group
+#: is the waist's subtree less the arms: waist link, torso, neck, head; the pelvis's is the
+#: whole robot less the rest).
+BODY_GROUPS = {"arms": ("left_shoulder_pitch_link", "right_shoulder_pitch_link"),
+               "torso": ("waist_link",), "legs": ("left_hip_yaw_link", "right_hip_yaw_link")}
+
+
+GROUP_NAMES = ("arms", "torso", "pelvis", "legs")
+
+
 class Observer:
-    """After each physics step: the base's roll and pitch [rad] and the whole-body Lx, Ly about W."""
+    """After each physics step: the base's roll and pitch [rad], the whole-body Lx, Ly about W,
+    and their split by :data:`BODY_GROUPS` (arms, torso, pelvis, legs)."""
 
     def __init__(self) -> None:
         self.w: np.ndarray | None = None
         self.rows: list[tuple[float, float, float, float]] = []
+        self.by_body: list[np.ndarray] = []  # (4, 2): arms, torso, pelvis, legs
+        self._roots: dict[str, list[int]] = {}
+
+    def _about_w(self, sim: Any, body: int) -> np.ndarray:
+        """The angular momentum about W of ``body``'s subtree (after ``mj_subtreeVel``)."""
+        m, d = sim.model, sim.data
+        momentum = d.subtree_linvel[body] * m.body_subtreemass[body]
+        return d.subtree_angmom[body] + np.cross(d.subtree_com[body] - self.w, momentum)
 
     def __call__(self, sim: Any) -> None:
         import mujoco
 
+        m, d = sim.model, sim.data
         if self.w is None:  # W: the middle between the soles, on the floor, at the start
             self.w = np.mean([sim.sole_transform(s)[:3, 3] for s in SIDES], axis=0)
             self.w[2] = 0.0
-        m, d = sim.model, sim.data
+            self._roots = {group: [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+                                   for name in names] for group, names in BODY_GROUPS.items()}
         mujoco.mj_subtreeVel(m, d)
         root = 1  # the floating base: its subtree is the whole robot
-        momentum = d.subtree_linvel[root] * m.body_subtreemass[root]
-        angular = d.subtree_angmom[root] + np.cross(d.subtree_com[root] - self.w, momentum)
+        angular = self._about_w(sim, root)
         roll, pitch = _roll_pitch(d.qpos[3:7])
         self.rows.append((roll, pitch, float(angular[0]), float(angular[1])))
+        arms, upper, legs = (sum(self._about_w(sim, b) for b in self._roots[group])
+                             for group in BODY_GROUPS)
+        self.by_body.append(np.array([arms, upper - arms, angular - upper - legs, legs])[:, :2])
 
 
 def main() -> int:
@@ -116,6 +143,9 @@ def main() -> int:
                         help="standing time before the strike [s] (the experiment's: 0.5)")
     parser.add_argument("--standing", type=float, default=0.0,
                         help="instead: stand this long [s] at the start pose, no strike")
+    parser.add_argument("--bodies", action="store_true",
+                        help="print MuJoCo's Lx, Ly about W by bodies (arms, torso, pelvis, legs) "
+                        "instead of the joints' and the base's")
     parser.add_argument("--plants", nargs="*", choices=list(PLANTS), default=None,
                         metavar="NAME", help="instead: the peak with and without RMC on these "
                         f"plants ({', '.join(PLANTS)}; none named: all)")
@@ -137,13 +167,22 @@ def main() -> int:
     steps_per_cycle = len(t) // len(run.held_momentum_by_group["arms"])
     joints = sum(run.held_momentum_by_group.values())
     joints = np.repeat(joints, steps_per_cycle, axis=0)[:len(t)]
-    print(f"{'t [s]':>6} {'phase':<8} {'ZMP shift x, y [mm]':>20} {'base roll, pitch [mrad]':>24} "
-          f"{'joints Lx, Ly [N m s]':>22} {'whole body Lx, Ly':>18}")
+    bodies = np.array(observer.by_body)
+    if args.bodies:
+        print(f"{'t [s]':>6} {'phase':<8} {'ZMP shift x, y [mm]':>20}   MuJoCo's Lx, Ly about W "
+              "[N m s]: " + ", ".join(f"{g:>13}" for g in GROUP_NAMES))
+    else:
+        print(f"{'t [s]':>6} {'phase':<8} {'ZMP shift x, y [mm]':>20} "
+              f"{'base roll, pitch [mrad]':>24} {'joints Lx, Ly [N m s]':>22} "
+              f"{'whole body Lx, Ly':>18}")
     for tk in np.arange(0.0, args.until + 1e-9, 0.025):
         i = min(int(np.searchsorted(t, tk)), len(t) - 1)
-        print(f"{t[i]:6.3f} {run.phase[i]:<8} {zmp[i, 0]:9.2f} {zmp[i, 1]:9.2f}   "
-              f"{tilt[i, 0]:10.3f} {tilt[i, 1]:10.3f}   {joints[i, 0]:9.3f} {joints[i, 1]:9.3f}   "
-              f"{base[i, 2]:8.3f} {base[i, 3]:8.3f}")
+        head = f"{t[i]:6.3f} {run.phase[i]:<8} {zmp[i, 0]:9.2f} {zmp[i, 1]:9.2f}   "
+        if args.bodies:
+            print(head + " " * 31 + "  ".join(f"{lx:6.3f} {ly:6.3f}" for lx, ly in bodies[i]))
+        else:
+            print(head + f"{tilt[i, 0]:10.3f} {tilt[i, 1]:10.3f}   {joints[i, 0]:9.3f} "
+                  f"{joints[i, 1]:9.3f}   {base[i, 2]:8.3f} {base[i, 3]:8.3f}")
     wait = run.phase == "wait"
     pitch = tilt[wait, 1]
     peak, peak_without = shift_series(run)[0].max(), shift_series(without)[0].max()
@@ -153,6 +192,9 @@ def main() -> int:
           f"{np.abs(joints[wait]).max():.3f} N m s, largest |whole-body Lx, Ly| "
           f"{np.abs(base[wait, 2:]).max():.3f} N m s; base pitch {pitch.min():.3f} to "
           f"{pitch.max():.3f} mrad")
+    largest = np.abs(bodies[wait]).max(axis=(0, 2))
+    print("in the wait, MuJoCo's largest |Lx, Ly| about W by bodies: " + ", ".join(
+        f"{g} {v:.3f}" for g, v in zip(GROUP_NAMES, largest, strict=True)) + " N m s")
     return 0
 
 
