@@ -42,25 +42,29 @@ from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
 from humanoid_balance.experiments.strike import SIDES, run_sim, shift_series
 from humanoid_balance.resources import urdf_path
+from humanoid_balance.sim.humanoid import (
+    DEFAULT_CONTACT_TIMECONST,
+    DEFAULT_GAINS,
+    HumanoidSim,
+    ServoGains,
+)
 
 #: The stiffened plants: contact time constant [s] (MuJoCo ``solref``), and the factor on the
 #: legs' and the waist's servo gains (kp and kv both).
 PLANTS: dict[str, tuple[float, float, float]] = {
-    "default": (0.02, 1.0, 1.0),
+    "default": (DEFAULT_CONTACT_TIMECONST, 1.0, 1.0),
     "contact": (0.002, 1.0, 1.0),
-    "legs": (0.02, 10.0, 1.0),
-    "waist": (0.02, 1.0, 10.0),
+    "legs": (DEFAULT_CONTACT_TIMECONST, 10.0, 1.0),
+    "waist": (DEFAULT_CONTACT_TIMECONST, 1.0, 10.0),
     "contact+legs": (0.002, 10.0, 1.0),
     "contact+waist": (0.002, 1.0, 10.0),
-    "legs+waist": (0.02, 10.0, 10.0),
+    "legs+waist": (DEFAULT_CONTACT_TIMECONST, 10.0, 10.0),
     "stiff": (0.002, 10.0, 10.0),
 }
 
 
 def plant_options(name: str) -> dict[str, Any]:
     """``run_sim``'s ``sim_options`` for one of :data:`PLANTS`."""
-    from humanoid_balance.sim.humanoid import DEFAULT_GAINS, ServoGains
-
     timeconst, legs, waist = PLANTS[name]
     gains = []
     for prefix, g in DEFAULT_GAINS:
@@ -96,8 +100,7 @@ def _roll_pitch(quat_wxyz: np.ndarray) -> tuple[float, float]:
 #: whole robot less the rest).
 BODY_GROUPS = {"arms": ("left_shoulder_pitch_link", "right_shoulder_pitch_link"),
                "torso": ("waist_link",), "legs": ("left_hip_yaw_link", "right_hip_yaw_link")}
-
-
+#: The columns of ``Observer.by_body``.
 GROUP_NAMES = ("arms", "torso", "pelvis", "legs")
 
 
@@ -204,7 +207,6 @@ def standing(model: RobotModel, seconds: float) -> int:
 
     from humanoid_balance.core.rmc import RmcController
     from humanoid_balance.core.strike_trajectory import StrikeTrajectory
-    from humanoid_balance.sim.humanoid import HumanoidSim
 
     strike = StrikeTrajectory(model)
     pose = {**dict(zip(strike.joint_names, strike.initial, strict=True)),
