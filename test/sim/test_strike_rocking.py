@@ -41,7 +41,7 @@ def test_in_the_wait_the_whole_body_swings_more_than_the_joints_carry() -> None:
     """The tool's summary: the whole-body Lx, Ly in the wait are over twice the joints', the base
     pitches by more than 0.3 mrad, and the peak is the experiment's (about 16 mm). By bodies
     (``--bodies``): the upper body (torso and the arms it carries) holds over four times the
-    pelvis's and legs' momentum, and the groups add up to the whole body."""
+    pelvis's and legs' momentum."""
     done = subprocess.run([sys.executable, str(TOOL), "--until", "0.1", "--bodies"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
