@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
-from humanoid_balance.experiments.strike import SIDES, run_sim, shift_series
+from humanoid_balance.experiments.strike import SIDES, run_sim, zmp_shift
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.sim.humanoid import (
     DEFAULT_CONTACT_TIMECONST,
@@ -79,9 +79,9 @@ def plants(model: RobotModel, names: list[str], settle: float) -> int:
           f"{'with RMC [mm]':>13} {'without [mm]':>12} {'ratio':>7}")
     for name in names:
         options = plant_options(name)
-        peaks = [shift_series(run_sim(model, speed=None, selection=PAPER_SELECTION,
-                                      balance=balance, rate_hz=500.0, settle=settle,
-                                      sim_options=options))[0].max()
+        peaks = [zmp_shift(run_sim(model, speed=None, selection=PAPER_SELECTION,
+                                   balance=balance, rate_hz=500.0, settle=settle,
+                                   sim_options=options)).total_m
                  for balance in (True, False)]
         timeconst, legs, waist = PLANTS[name]
         print(f"{name:<14} {timeconst:11.3f} {legs:6g} {waist:7g} {peaks[0] * 1e3:13.2f} "
@@ -188,7 +188,7 @@ def main() -> int:
                   f"{joints[i, 1]:9.3f}   {base[i, 2]:8.3f} {base[i, 3]:8.3f}")
     wait = run.phase == "wait"
     pitch = tilt[wait, 1]
-    peak, peak_without = shift_series(run)[0].max(), shift_series(without)[0].max()
+    peak, peak_without = zmp_shift(run).total_m, zmp_shift(without).total_m
     print(f"settled {args.settle:g} s: peak ZMP shift {peak * 1e3:.2f} mm, without RMC "
           f"{peak_without * 1e3:.2f} mm (ratio {peak / peak_without:.4f})")
     print(f"in the wait (arms still): largest |joints' Lx, Ly| "
