@@ -23,8 +23,12 @@ default one (:data:`PLANTS`: the sole pads' contact, the legs' and the waist's s
 alone and together; all of them without names): how much of the remaining ratio the
 compliance of the plant makes. The controller is the same in every row.
 
+``--convergence``: instead, the strike with and without RMC on the default robot at each of
+:data:`PHYSICS` (MuJoCo's integrator and step): the figures' dependence on the numerics,
+which chose the experiment's :data:`~humanoid_balance.experiments.strike.SIM_PHYSICS`.
+
     python tools/strike_rocking.py [--until 1.0] [--settle 0.5] [--bodies] [--standing 4]
-        [--plants [NAME ...]]
+        [--plants [NAME ...]] [--convergence]
 """
 
 from __future__ import annotations
@@ -40,7 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
-from humanoid_balance.experiments.strike import SIDES, run_sim, zmp_shift
+from humanoid_balance.experiments.strike import (
+    SIDES,
+    SIM_PHYSICS,
+    run_sim,
+    zmp_peak_by_phase,
+    zmp_shift,
+)
 from humanoid_balance.resources import urdf_path
 from humanoid_balance.sim.humanoid import (
     DEFAULT_CONTACT_TIMECONST,
@@ -63,14 +73,27 @@ PLANTS: dict[str, tuple[float, float, float]] = {
 }
 
 
+#: The numerics compared by ``--convergence``: MuJoCo's integrator and physics step [s].
+PHYSICS: tuple[tuple[str, float], ...] = (
+    ("implicitfast", 0.001), ("implicitfast", 0.0005), ("implicitfast", 0.00025),
+    ("implicitfast", 0.000125), ("implicitfast", 0.0000625),
+    ("rk4", 0.0005), ("rk4", 0.00025), ("rk4", 0.000125))
+
+
+#: The physics of ``--plants``: RK4 at the experiment's 0.25 ms is unstable with servos ten
+#: times as stiff (``HumanoidSim`` refuses it), ``implicitfast`` at 0.0625 ms is stable with
+#: any and within 0.2 mm of the experiment's peak on the default robot (``--convergence``).
+PLANT_PHYSICS: dict[str, Any] = {"integrator": "implicitfast", "timestep": 0.0000625}
+
+
 def plant_options(name: str) -> dict[str, Any]:
-    """``run_sim``'s ``sim_options`` for one of :data:`PLANTS`."""
+    """``run_sim``'s ``sim_options`` for one of :data:`PLANTS` (on :data:`PLANT_PHYSICS`)."""
     timeconst, legs, waist = PLANTS[name]
     gains = []
     for prefix, g in DEFAULT_GAINS:
         factor = legs if prefix == "" else waist if prefix == "waist_" else 1.0
         gains.append((prefix, ServoGains(g.kp * factor, g.kv * factor, g.armature)))
-    return {"contact_timeconst": timeconst, "gains": tuple(gains)}
+    return {**PLANT_PHYSICS, "contact_timeconst": timeconst, "gains": tuple(gains)}
 
 
 def plants(model: RobotModel, names: list[str], settle: float) -> int:
@@ -86,6 +109,24 @@ def plants(model: RobotModel, names: list[str], settle: float) -> int:
         timeconst, legs, waist = PLANTS[name]
         print(f"{name:<14} {timeconst:11.3f} {legs:6g} {waist:7g} {peaks[0] * 1e3:13.2f} "
               f"{peaks[1] * 1e3:12.2f} {peaks[0] / peaks[1]:7.4f}", flush=True)
+    return 0
+
+
+def convergence(model: RobotModel, settle: float) -> int:
+    """The strike's peak ZMP shift with and without RMC at each of :data:`PHYSICS`."""
+    print(f"{'integrator':<12} {'step [ms]':>9} {'with RMC [mm]':>13} {'without [mm]':>12} "
+          f"{'ratio':>7}  peak with RMC in")
+    for integrator, step in PHYSICS:
+        options = {"integrator": integrator, "timestep": step}
+        runs = [run_sim(model, speed=None, selection=PAPER_SELECTION, balance=balance,
+                        rate_hz=500.0, settle=settle, sim_options=options)
+                for balance in (True, False)]
+        peaks = [zmp_shift(run).total_m for run in runs]
+        phases = zmp_peak_by_phase(runs[0])
+        where = max(phases, key=lambda phase: phases[phase])
+        mark = "  (the experiment's)" if options == dict(SIM_PHYSICS) else ""
+        print(f"{integrator:<12} {step * 1e3:9.4f} {peaks[0] * 1e3:13.2f} {peaks[1] * 1e3:12.2f} "
+              f"{peaks[0] / peaks[1]:7.4f}  {where}{mark}", flush=True)
     return 0
 
 
@@ -110,6 +151,7 @@ class Observer:
 
     def __init__(self) -> None:
         self.w: np.ndarray | None = None
+        self.times: list[float] = []  # [s], the simulation's, after each physics step
         self.rows: list[tuple[float, float, float, float]] = []
         self.by_body: list[np.ndarray] = []  # (4, 2): arms, torso, pelvis, legs
         self._roots: dict[str, list[int]] = {}
@@ -133,6 +175,7 @@ class Observer:
         root = 1  # the floating base: its subtree is the whole robot
         angular = self._about_w(sim, root)
         roll, pitch = _roll_pitch(d.qpos[3:7])
+        self.times.append(float(d.time))
         self.rows.append((roll, pitch, float(angular[0]), float(angular[1])))
         arms, upper, legs = (sum(self._about_w(sim, b) for b in self._roots[group])
                              for group in BODY_GROUPS)
@@ -152,8 +195,13 @@ def main() -> int:
     parser.add_argument("--plants", nargs="*", choices=list(PLANTS), default=None,
                         metavar="NAME", help="instead: the peak with and without RMC on these "
                         f"plants ({', '.join(PLANTS)}; none named: all)")
+    parser.add_argument("--convergence", action="store_true",
+                        help="instead: the peak with and without RMC at several MuJoCo "
+                        "integrators and steps")
     args = parser.parse_args()
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    if args.convergence:
+        return convergence(model, args.settle)
     if args.plants is not None:
         return plants(model, args.plants or list(PLANTS), args.settle)
     if args.standing > 0.0:
@@ -165,12 +213,15 @@ def main() -> int:
                       settle=args.settle)
     t = run.times_s - run.times_s[0]
     zmp = (run.zmp_m - run.zmp_m[0]) * 1e3
-    base = np.array(observer.rows)
+    # the observer's rows at the sensors' readings (it sees every physics step), the joints'
+    # momentum at the control cycles'
+    at = np.searchsorted(np.array(observer.times), run.times_s - 1e-9)
+    base = np.array(observer.rows)[at]
     tilt = (base[:, :2] - base[0, :2]) * 1e3
-    steps_per_cycle = len(t) // len(run.held_momentum_by_group["arms"])
+    readings_per_cycle = len(t) // len(run.held_momentum_by_group["arms"])
     joints = sum(run.held_momentum_by_group.values())
-    joints = np.repeat(joints, steps_per_cycle, axis=0)[:len(t)]
-    bodies = np.array(observer.by_body)
+    joints = np.repeat(joints, readings_per_cycle, axis=0)[:len(t)]
+    bodies = np.array(observer.by_body)[at]
     if args.bodies:
         print(f"{'t [s]':>6} {'phase':<8} {'ZMP shift x, y [mm]':>20}   MuJoCo's Lx, Ly about W "
               "[N m s]: " + ", ".join(f"{g:>13}" for g in GROUP_NAMES))
@@ -211,7 +262,7 @@ def standing(model: RobotModel, seconds: float) -> int:
     strike = StrikeTrajectory(model)
     pose = {**dict(zip(strike.joint_names, strike.initial, strict=True)),
             **(RmcController(model).aux_posture_positions or {})}
-    sim = HumanoidSim()
+    sim = HumanoidSim(**SIM_PHYSICS)
     sim.reset(pose)
     print(f"{'t [s]':>5} {'CoM velocity x, y, z [mm/s]':>30}")
     for k in range(1, round(seconds / 0.1) + 1):

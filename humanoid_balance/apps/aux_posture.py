@@ -24,11 +24,11 @@ from humanoid_balance.exceptions import ConfigurationError
 from humanoid_balance.experiments.aux_posture import (
     LIMIT_MARGIN_DEG,
     MIN_TRIALS,
-    RATIO_TARGET,
     STEP_DEG,
     PostureSearch,
     PostureTrial,
 )
+from humanoid_balance.experiments.strike import RATIO_TARGET
 from humanoid_balance.results import save_figure
 
 

@@ -73,13 +73,14 @@ PAPER_SELECTION: tuple[str, ...] = ("Lx", "Ly")
 #: cancelling ``Ly`` from ``y = 0.2 m`` adds ``Lz ~ y / z Ly`` of the same sign as the job
 #: arm's): on the seed strike the peak ``|dLz/dt|`` is 18 N m against the paper form's 32.
 #: The angles are what ``humanoid-balance aux-posture`` found
-#: (:mod:`humanoid_balance.experiments.aux_posture`; README, "Arm balance"): on the seed
-#: strike in MuJoCo the measured ZMP peak with RMC falls from 19.54 mm with the hand-picked
-#: (-36, 7, 63, 89, -49, 58, 11) deg to 16.13 mm (ratio to the unbalanced 0.180 -> 0.149;
-#: at 2.5 m/s 0.147 -> 0.126), with the held rows exact, the feet's slip and yaw and the
-#: arms' clearance no worse.
+#: (:mod:`humanoid_balance.experiments.aux_posture`; README, "Arm balance"), searched again
+#: once the MuJoCo runs' physics had converged (RK4 at 0.25 ms): on the seed strike the
+#: measured ZMP peak with RMC falls from 11.05 mm at the posture found on the coarser physics,
+#: (-20.2, 9.4, 39.6, 71.1, -39.6, 77.3, 24.8) deg, to 8.69 mm (ratio to the unbalanced
+#: 0.1055 -> 0.0830; at 2.5 m/s 0.111 -> 0.099), with the held rows exact, the feet's slip
+#: and yaw about the same and the arms 114 mm apart instead of 101.
 AUX_READY_POSTURE: tuple[float, ...] = tuple(
-    float(np.deg2rad(v)) for v in (-20.2, 9.4, 39.6, 71.1, -39.6, 77.3, 24.8))
+    float(np.deg2rad(v)) for v in (-16.1, 9.7, 55.6, 77.2, -39.3, 63.9, 4.2))
 #: Default gain [1/s] of the aux posture task (0: off, the paper's pure eq. 6).
 POSTURE_GAIN = 2.0
 #: Default speed cap [rad/s] of the aux posture task's joint velocities.

@@ -39,8 +39,6 @@ from humanoid_balance.exceptions import ConfigurationError
 #: held rows inexact and per degree outside the search box: any of them costs more than the
 #: peak can gain (a posture that loses the held rows is not run in MuJoCo)
 PENALTY_MM_PER_UNIT = 10.0
-#: issue 14's bound on the strike's measured ZMP peak with RMC over the peak without
-RATIO_TARGET = 0.10
 #: default distance [deg] the searched angles keep from the aux arm's joint limits
 LIMIT_MARGIN_DEG = 10.0
 #: default size [deg] of the initial simplex's steps

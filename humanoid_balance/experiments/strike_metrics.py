@@ -17,6 +17,7 @@ from humanoid_balance.experiments.strike import (
     PAPER_FRICTION_TORQUE_LIMIT,
     PAPER_MAX_BALANCED_SPEED,
     PAPER_PEAK_DLZ_DT,
+    RATIO_TARGET,
     StrikeResults,
     StrikeRuns,
     highest_balanced_speed,
@@ -53,10 +54,11 @@ def _zmp_and_momentum_metrics(runs: StrikeRuns) -> Metrics:
     twist = runs.twist_mode
     return {
         "zmp_peak_mm_rmc": metric(_mm(shift_rmc.total_m), "mm",
-                                  target=round(0.25e3 * shift_off.total_m, 2), better="lower"),
+                                  target=round(RATIO_TARGET * 1e3 * shift_off.total_m, 2),
+                                  better="lower"),
         "zmp_peak_mm_no_rmc": metric(_mm(shift_off.total_m), "mm"),
         "zmp_ratio_rmc_over_no_rmc": metric(round(shift_rmc.total_m / shift_off.total_m, 4), "",
-                                            target=0.25, better="lower"),
+                                            target=RATIO_TARGET, better="lower"),
         "zmp_sensor_vs_contact_cop_max_mm_rmc": metric(_mm(zmp_vs_contact_cop(runs.sim_rmc), 3),
                                                       "mm"),
         "zmp_sensor_vs_contact_cop_max_mm_no_rmc": metric(

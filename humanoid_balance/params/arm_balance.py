@@ -104,7 +104,7 @@ SPEC = ParamSpec("arm_balance", [
           "null space of the held rows (the held momentum is unchanged); 0: the paper's pure "
           "form (seed 000 eq. 6), whose aux arm turns the feet on the seed strike", "1/s",
           minimum=0.0),
-    Param("aux_posture", [-20.2, 9.4, 39.6, 71.1, -39.6, 77.3, 24.8],
+    Param("aux_posture", [-16.1, 9.7, 55.6, 77.2, -39.3, 63.9, 4.2],
           "ground: the aux arm's ready posture (shoulder pitch, roll, yaw, elbow, wrist yaw, "
           "roll, pitch; right-arm signs, mirrored for the left): hand in front of the chest, "
           "where holding Lx, Ly adds little Lz; the default is what `humanoid-balance "

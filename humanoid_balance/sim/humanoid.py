@@ -189,6 +189,8 @@ class HumanoidSim(MujocoRobotSim):
             commands of a free-running simulation) is closed along a ramp instead of with an
             impulse (``mujoco_sim`` turns it on). Off, each command is taken as it comes (the
             in-process experiments, which command every period).
+        integrator: MuJoCo's integrator (:data:`~humanoid_balance.sim.robot.INTEGRATORS`):
+            ``implicitfast`` (default) or ``rk4``.
     """
 
     def __init__(
@@ -204,6 +206,7 @@ class HumanoidSim(MujocoRobotSim):
         gains: Sequence[tuple[str, ServoGains]] = DEFAULT_GAINS,
         contact_timeconst: float = DEFAULT_CONTACT_TIMECONST,
         arm_acceleration_limits: bool = False,
+        integrator: str = "implicitfast",
     ) -> None:
         if not np.isfinite(friction) or friction < 0:
             raise InvalidInputError(f"friction={friction} must be finite and >= 0")
@@ -224,7 +227,7 @@ class HumanoidSim(MujocoRobotSim):
         super().__init__(
             path, floating_base=True, timestep=timestep, gravity=gravity,
             joint_friction=joint_friction, joint_position_noise=self.noise.joint_position_rad,
-            seed=seed, gains=gains,
+            seed=seed, gains=gains, integrator=integrator,
         )
 
     # --- model construction ---------------------------------------------------

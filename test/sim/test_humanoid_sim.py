@@ -292,3 +292,27 @@ def test_the_contact_time_constant_sets_the_pads_and_floors_stiffness() -> None:
 def test_a_contact_time_constant_under_two_steps_is_refused(timeconst: float) -> None:
     with pytest.raises(InvalidInputError, match=r"contact_timeconst=.* at least two physics steps"):
         HumanoidSim(contact_timeconst=timeconst)
+
+
+def test_the_integrator_is_the_one_asked_and_an_unknown_one_is_refused() -> None:
+    """``rk4`` (the strike experiment's) stands as the default does: the weight on the floor,
+    the joints where they were."""
+    sim = HumanoidSim(integrator="rk4", timestep=0.00025)
+    assert sim.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+    assert HumanoidSim().model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    q0 = sim.joint_state().position
+    sim.settle(1.0)
+    weight = float(sim.model.body_subtreemass[1]) * 9.81
+    assert sim.vertical_contact_force() == pytest.approx(weight, rel=1e-6)
+    assert np.abs(sim.joint_state().position - q0).max() < 1e-5  # 4.1e-6 rad, as implicitfast
+    with pytest.raises(InvalidInputError, match=r"integrator='euler': expected one of"):
+        HumanoidSim(integrator="euler")
+
+
+def test_an_rk4_step_too_long_for_the_servos_damping_is_refused() -> None:
+    """RK4 integrates the servos' damping explicitly: the default humanoid's fastest rate is
+    3865 / s, so 1 ms (r dt = 3.9, beyond RK4's 2.785) is refused with the longest step it
+    takes, 0.5 ms is taken."""
+    with pytest.raises(InvalidInputError, match=r"decays at up to 3865 / s.* up to 0\.000647 s"):
+        HumanoidSim(integrator="rk4", timestep=0.001)
+    assert HumanoidSim(integrator="rk4", timestep=0.0005).timestep == 0.0005

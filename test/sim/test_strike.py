@@ -13,6 +13,7 @@ from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION
 from humanoid_balance.core.strike_trajectory import PAPER_DURATIONS, PHASES
 from humanoid_balance.experiments.strike import (
+    RATIO_TARGET,
     SimRun,
     run_sim,
     zmp_peak_by_phase,
@@ -42,13 +43,14 @@ def without_rmc() -> SimRun:
 
 
 @pytest.mark.slow
-def test_rmc_reduces_the_measured_zmp_shift_to_a_quarter(with_rmc: SimRun,
-                                                         without_rmc: SimRun) -> None:
-    """Peak measured ZMP shift with RMC (S = Lx, Ly) is at most 25 % of the shift without RMC."""
+def test_rmc_reduces_the_measured_zmp_shift_to_a_tenth(with_rmc: SimRun,
+                                                       without_rmc: SimRun) -> None:
+    """Peak measured ZMP shift with RMC (S = Lx, Ly) is at most 10 % of the shift without RMC
+    (issue 14; issue 4 asked for 25 %): 9.68 / 104.73 mm."""
     shift = zmp_shift(with_rmc)
     without = zmp_shift(without_rmc)
     assert without.total_m > 0.05  # the strike does disturb the robot (> 50 mm)
-    assert shift.total_m <= 0.25 * without.total_m, (shift, without)
+    assert shift.total_m <= RATIO_TARGET * without.total_m, (shift, without)
 
 
 @pytest.mark.slow
