@@ -28,6 +28,7 @@ from typing import Any
 
 from humanoid_balance.command_interface import COMMAND_INTERFACES
 from humanoid_balance.exceptions import ConfigurationError
+from humanoid_balance.experiments.strike import SIM_PHYSICS
 from humanoid_balance.resources import config_path
 
 PACKAGE = "humanoid_balance"
@@ -114,7 +115,7 @@ FREE_RUNNING_CLOCK_RATE_HZ = 100.0
 #: 2-core machine (one `graph.py` run: 21 ms on average, 45 ms at most, while the strike's CoP
 #: peak with RMC rose to 1.08 of the peak without). In-process, the strike with its commands
 #: stalled 45 ms of every 100 ms (``experiments.strike.run_sim(transport=...)``): ZMP peak
-#: with RMC 57.37 mm played back after 10 ms, 16.95 mm after 50 ms, 16.44 mm on time
+#: with RMC 66.10 mm played back after 10 ms, 11.46 mm after 50 ms, as on time
 #: (test/sim/test_strike.py; README, "Free-running"). The arms' motion is feedforward: both
 #: arms wait alike
 FREE_RUNNING_COMMAND_LATENCY_S = 0.05
@@ -257,6 +258,10 @@ def sim_graph(
     }
     if lock_step:
         sim_parameters["publish_rate"] = LOCK_STEP_RATE_HZ
+        # the strike experiment's physics: RK4 at 0.25 ms, where the ZMP figures have
+        # converged; free-running keeps implicitfast at 1 ms, a tenth of the CPU, for real
+        # time on 2 cores
+        sim_parameters.update(SIM_PHYSICS)
     else:
         # every node on simulation time handles every /clock message: at 1 kHz that costs each
         # about 0.28 of a core on this rclpy (benchmarks/graph.py); the sensors stay at 1 kHz

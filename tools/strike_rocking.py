@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the strike's remaining ZMP shift with RMC comes from: the whole robot rocking on its soles.
+"""Where the strike's remaining ZMP shift with RMC comes from, and the physics it needs.
 
 Runs the experiment's MuJoCo strike with RMC (``run_sim``, the paper's speed and rows) and
 prints, every 25 ms of the job arm's motion: the measured ZMP's shift from standing, the
@@ -9,8 +9,7 @@ encoders see) and MuJoCo's whole-body angular momentum about W (the base's motio
 included). Then, for the wait (0.3-0.6 s, the arms still): the largest of each and the
 base's pitch range. ``--standing S``: instead, the robot put at the strike's start pose
 (``HumanoidSim.reset``) and left standing for S seconds, its centre of mass's velocity
-every 0.1 s (the rocking mode alone). README, arm_balance, "Why the strike's ratio
-stays" quotes both.
+every 0.1 s (the rocking mode alone). README, "Arm balance", quotes the tool.
 
 ``--bodies``: instead of the joints' and the base's columns, MuJoCo's Lx, Ly about W split
 by bodies (arms, torso, pelvis, legs: :data:`BODY_GROUPS`), which shows what rocks.

@@ -60,10 +60,10 @@ MOMENTUM_COMPONENTS = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 #: joint groups whose measured momentum the MuJoCo runs record (``arms``: both arms)
 MOMENTUM_GROUPS = ("arms", "waist", "legs", "neck")
 #: The MuJoCo runs' physics (:class:`~humanoid_balance.sim.humanoid.HumanoidSim` options):
-#: fourth-order RK4 at 0.25 ms, where the ZMP peaks have converged. At the simulation's
-#: default (``implicitfast``, first order, 1 ms) the peak with RMC was 16.13 mm against
-#: 11.2 mm converged: the integrator's error, not the robot (``tools/strike_rocking.py
-#: --convergence``, README).
+#: fourth-order RK4 at 0.25 ms, where the ZMP peaks have converged (within 0.06 mm of RK4 at
+#: half the step). At the simulation's default (``implicitfast``, first order, 1 ms) the peak
+#: with RMC was 16.13 mm against 11.15 mm with RK4 at 0.125 ms (the aux posture then): the
+#: integrator's error, not the robot (``tools/strike_rocking.py --convergence``, README).
 SIM_PHYSICS: Mapping[str, Any] = {"integrator": "rk4", "timestep": 0.00025}
 #: the sensors' period [s]: the MuJoCo runs read the FSRs, F/T sensors and soles at 1 kHz
 SENSOR_PERIOD_S = 0.001

@@ -26,7 +26,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from humanoid_balance import cdr
-from humanoid_balance.exceptions import InvalidInputError
+from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
 
 OK = DiagnosticStatus.OK
 WARN = DiagnosticStatus.WARN
@@ -350,21 +350,33 @@ def run_node(
     what is left, the interpreter's finalisation and the middleware's own
     teardown, took 1 to 1.5 s of a 2 s stop budget on a loaded 2-core machine
     (0.1 to 0.2 s with the exit here, measured).
+
+    A node whose construction refuses its parameters or model (a
+    :class:`~humanoid_balance.exceptions.HumanoidBalanceError`) is reported in one line on
+    stderr and the process ends with code 2, not a traceback.
     """
+    code = 0
     with StopSignals() if stop_signals else contextlib.nullcontext() as signals:
         options = signals.rclpy_options if signals is not None else {}
         rclpy.init(args=None if args is None else list(args), **options)
         node = None
         executor = None
         try:
-            node = factory()
-            executor = make_executor(events)
-            executor.add_node(node)
-            built = node
-            if signals is None:
-                spin_until(executor, None if done is None else (lambda: done(built)))
-            else:
-                spin_until(executor, lambda: signals.requested or (done is not None and done(built)))
+            try:
+                node = factory()
+            except HumanoidBalanceError as exc:
+                print(f"[ERROR] {getattr(factory, '__name__', 'node')} not started: {exc}",
+                      file=sys.stderr, flush=True)
+                code = 2
+            if node is not None:
+                executor = make_executor(events)
+                executor.add_node(node)
+                built = node
+                if signals is None:
+                    spin_until(executor, None if done is None else (lambda: done(built)))
+                else:
+                    spin_until(executor,
+                               lambda: signals.requested or (done is not None and done(built)))
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
         finally:
@@ -374,8 +386,8 @@ def run_node(
                 node.destroy_node()
             rclpy.try_shutdown()
     if exit_process:
-        _exit_now(0)
-    return 0
+        _exit_now(code)
+    return code
 
 
 def _exit_now(code: int) -> None:

@@ -144,7 +144,7 @@ READ_AT_START = "is read at start-up: restart the node to change it"
 def build_simulation(
     model: str, urdf_path: str | None, *, timestep: float, gravity: float | None,
     friction: float, joint_friction: float, sensor_noise: float, seed: int,
-    arm_acceleration_limits: bool = False,
+    arm_acceleration_limits: bool = False, integrator: str = "implicitfast",
 ) -> MujocoRobotSim:
     """The simulation of one of :data:`MODELS` (``gravity`` None: the model's default).
 
@@ -157,7 +157,8 @@ def build_simulation(
     if model == "humanoid":
         return HumanoidSim(urdf_path, timestep=timestep, gravity=g, friction=friction,
                            joint_friction=joint_friction, noise=SensorNoise.nominal(sensor_noise),
-                           seed=seed, arm_acceleration_limits=arm_acceleration_limits)
+                           seed=seed, arm_acceleration_limits=arm_acceleration_limits,
+                           integrator=integrator)
     if model == "lunar_arm":
         from humanoid_balance.sim.lunar_arm import TABLE6_NOISE_RATIO, LunarArmSim
 
@@ -165,12 +166,13 @@ def build_simulation(
         # Table 6 times sensor_noise, Coulomb friction from joint_friction
         return LunarArmSim(gravity=g, coulomb_friction=joint_friction, timestep=timestep, seed=seed,
                            torque_noise_ratio=[sensor_noise * r for r in TABLE6_NOISE_RATIO],
-                           urdf=urdf_path)
+                           urdf=urdf_path, integrator=integrator)
     noise = SensorNoise.nominal(sensor_noise)
     path = urdf_path or str(package_urdf_path(model))
     return MujocoRobotSim(path, floating_base=(model == "space_robot"), timestep=timestep,
                           gravity=g, joint_friction=joint_friction,
-                          joint_position_noise=noise.joint_position_rad, seed=seed)
+                          joint_position_noise=noise.joint_position_rad, seed=seed,
+                          integrator=integrator)
 
 
 def tf_message_class() -> Any | None:
@@ -200,6 +202,11 @@ class MujocoSimNode(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(NODE_NAME, **kwargs)  # type: ignore[arg-type]
+        # first: a node whose parameters are refused below is still destroyed (stop()) at the
+        # context's shutdown
+        self._stop = threading.Event()
+        self.gate: LockStepGate | None = None
+        self._thread: threading.Thread | None = None
         self._started = False
         self.params = NodeParameters(self, SPEC, configured=lambda: self._started,
                                      read_only_reason=READ_AT_START)
@@ -210,7 +217,7 @@ class MujocoSimNode(Node):
             gravity=None if p["gravity"] < 0 else p["gravity"], friction=p["friction"],
             joint_friction=p["joint_friction"], sensor_noise=p["sensor_noise"], seed=p["seed"],
             # the arms' drives, as the robot's: a command that jumps is closed within their limits
-            arm_acceleration_limits=True)
+            arm_acceleration_limits=True, integrator=p["integrator"])
         self.humanoid = self.sim if isinstance(self.sim, HumanoidSim) else None
         names = [n for n in p["initial_joint_names"] if n]
         if names:
@@ -307,7 +314,6 @@ class MujocoSimNode(Node):
         self._raw_ft = {s: cdr.wrench_stamped_writer(f"{s}_foot_ft") for s in SIDES}
         self._raw_imu = cdr.imu_writer("waist_plate", angular_velocity_covariance=not_provided,
                                        linear_acceleration_covariance=not_provided)
-        self._stop = threading.Event()
         #: held by the physics thread around each of its rclpy calls (see the module docstring)
         self._rclpy_lock = threading.Lock()
         self.finished = threading.Event()
@@ -731,8 +737,8 @@ class MujocoSimNode(Node):
         self._stop.set()
         if self.gate is not None:
             self.gate.close()
-        if self._thread is threading.current_thread():
-            return
+        if self._thread is None or self._thread is threading.current_thread():
+            return  # no physics thread yet (parameters refused) or called from it
         with self._rclpy_lock:  # a publish or log of the thread under way ends first
             pass
         if self._thread.is_alive():

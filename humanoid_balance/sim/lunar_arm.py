@@ -163,6 +163,7 @@ class LunarArmSim(MujocoRobotSim):
         timestep: float = 0.001,
         seed: int = 0,
         urdf: str | Path | None = None,
+        integrator: str = "implicitfast",
     ) -> None:
         self.payload = float(payload)
         if not np.isfinite(self.payload) or self.payload < 0.0:
@@ -176,7 +177,7 @@ class LunarArmSim(MujocoRobotSim):
         ratio = self._per_joint("torque_noise_ratio", torque_noise_ratio)
         path = Path(urdf) if urdf is not None else urdf_path("lunar_arm")
         super().__init__(path, floating_base=False, timestep=timestep, gravity=gravity,
-                         seed=seed, gains=LUNAR_GAINS)
+                         seed=seed, gains=LUNAR_GAINS, integrator=integrator)
         self.gravity = float(gravity)
         if noise_reference_torque is None:
             self.noise_reference_torque = peak_gravity_torque(path, EARTH_GRAVITY)

@@ -139,3 +139,34 @@ def test_the_other_seed_robots_simulate(model: str) -> None:
     assert sim.floating_base == (model == "space_robot")
     if model == "lunar_arm":
         assert type(sim).__name__ == "LunarArmSim"
+
+
+@pytest.mark.parametrize("model", ["humanoid", "lunar_arm", "space_robot"])
+def test_every_model_takes_the_integrator_asked(model: str) -> None:
+    """``integrator``: ``rk4`` reaches MuJoCo for each robot (at 0.25 ms, the strike's step)."""
+    import mujoco
+
+    from humanoid_balance.nodes.mujoco_sim import build_simulation
+
+    sim = build_simulation(model, None, timestep=0.00025, gravity=None, friction=0.3,
+                           joint_friction=0.0, sensor_noise=0.0, seed=0, integrator="rk4")
+    assert sim.integrator == "rk4"
+    assert sim.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["integrator:=euler"], "integrator='euler': expected one of ['implicitfast', 'rk4']"),
+    (["integrator:=rk4", "timestep:=0.001"], "RK4 integrates stably only with a step up to "
+                                             "0.000647 s"),
+])
+def test_a_refused_parameter_is_one_line_and_exit_code_2(overrides: list[str], message: str) -> None:
+    """The console script started with a parameter it refuses: no traceback, one error line
+    naming it, exit code 2 (before: two chained tracebacks)."""
+    args = [a for o in overrides for a in ("-p", o)]
+    proc = subprocess.run([sys.executable, "-m", "humanoid_balance.nodes.mujoco_sim", "--ros-args",
+                           *args], env=dict(os.environ), capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("[ERROR]")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr

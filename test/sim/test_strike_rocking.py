@@ -44,8 +44,8 @@ def test_run_sim_calls_its_observer_after_every_physics_step() -> None:
 
 def test_the_experiments_physics_has_converged_and_the_coarser_default_had_not() -> None:
     """The strike with RMC at :data:`SIM_PHYSICS` (RK4, 0.25 ms) peaks within 0.3 mm of RK4 at
-    half the step (README: 9.68 and 9.74 mm), while MuJoCo's first-order ``implicitfast`` at
-    1 ms, the simulation's default, is more than 3 mm off (16.13 mm before the new posture)."""
+    half the step (README: 8.69 and 8.75 mm), while MuJoCo's first-order ``implicitfast`` at
+    1 ms, the simulation's default, is more than 3 mm off (17.28 mm)."""
     model = RobotModel(urdf_path("humanoid"), world_frame="W")
 
     def peak_mm(options: dict[str, Any]) -> float:
