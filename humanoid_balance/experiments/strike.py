@@ -14,9 +14,9 @@ hand at 1.8 m/s) through :class:`~humanoid_balance.core.rmc.RmcController`:
    (:class:`~humanoid_balance.sim.humanoid.HumanoidSim`, in-process, RK4 at 0.25 ms
    (:data:`SIM_PHYSICS`), sensors at 1 kHz, controller at ``rate_hz``), the ZMP
    measured from the simulated ankle F/T sensors (seed 001, eq. 3.24 per foot, both
-   feet combined), foot slip and
-   vertical forces; the ZMP shift split into its static part (CoM ground
-   projection) and its dynamic part (ZMP minus CoM projection), :func:`zmp_shift`;
+   feet combined), foot slip and vertical forces; the ZMP shift split into its static
+   part (CoM ground projection) and its dynamic part (ZMP minus CoM projection),
+   :func:`zmp_shift`;
 3. what helps when the turning margin runs out (in the pure form): Lz added to S
    (equal rows), Lz as a secondary objective in the null space of S = Lx, Ly (task
    priority), a slower strike;
