@@ -46,6 +46,7 @@ from humanoid_balance.core.rmc import PAPER_SELECTION
 from humanoid_balance.experiments.strike import (
     SIDES,
     SIM_PHYSICS,
+    SimRun,
     run_sim,
     zmp_peak_by_phase,
     zmp_shift,
@@ -95,16 +96,22 @@ def plant_options(name: str) -> dict[str, Any]:
     return {**PLANT_PHYSICS, "contact_timeconst": timeconst, "gains": tuple(gains)}
 
 
+def _with_and_without(model: RobotModel, settle: float,
+                      options: dict[str, Any]) -> tuple[SimRun, SimRun]:
+    """The paper's strike with RMC and without it on the simulation ``options`` make."""
+    with_rmc, without = (run_sim(model, speed=None, selection=PAPER_SELECTION, balance=balance,
+                                 rate_hz=500.0, settle=settle, sim_options=options)
+                         for balance in (True, False))
+    return with_rmc, without
+
+
 def plants(model: RobotModel, names: list[str], settle: float) -> int:
     """The strike's peak ZMP shift with and without RMC on each plant."""
     print(f"{'plant':<14} {'contact [s]':>11} {'legs x':>6} {'waist x':>7} "
           f"{'with RMC [mm]':>13} {'without [mm]':>12} {'ratio':>7}")
     for name in names:
-        options = plant_options(name)
-        peaks = [zmp_shift(run_sim(model, speed=None, selection=PAPER_SELECTION,
-                                   balance=balance, rate_hz=500.0, settle=settle,
-                                   sim_options=options)).total_m
-                 for balance in (True, False)]
+        peaks = [zmp_shift(run).total_m
+                 for run in _with_and_without(model, settle, plant_options(name))]
         timeconst, legs, waist = PLANTS[name]
         print(f"{name:<14} {timeconst:11.3f} {legs:6g} {waist:7g} {peaks[0] * 1e3:13.2f} "
               f"{peaks[1] * 1e3:12.2f} {peaks[0] / peaks[1]:7.4f}", flush=True)
@@ -117,9 +124,7 @@ def convergence(model: RobotModel, settle: float) -> int:
           f"{'ratio':>7}  peak with RMC in")
     for integrator, step in PHYSICS:
         options = {"integrator": integrator, "timestep": step}
-        runs = [run_sim(model, speed=None, selection=PAPER_SELECTION, balance=balance,
-                        rate_hz=500.0, settle=settle, sim_options=options)
-                for balance in (True, False)]
+        runs = _with_and_without(model, settle, options)
         peaks = [zmp_shift(run).total_m for run in runs]
         phases = zmp_peak_by_phase(runs[0])
         where = max(phases, key=lambda phase: phases[phase])

@@ -323,8 +323,10 @@ class MujocoRobotSim:
         jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names])
         self._qadr = m.jnt_qposadr[jid]
         self._dadr = m.jnt_dofadr[jid]
-        self._kv_over_kp = np.array([gains_for(n, self._gains).kv / gains_for(n, self._gains).kp
-                                     for n in self.joint_names])
+        servo = [gains_for(n, self._gains) for n in self.joint_names]
+        #: each joint's servo damping [N m s/rad] and its ratio to the stiffness [s]
+        self._kv = np.array([g.kv for g in servo])
+        self._kv_over_kp = self._kv / np.array([g.kp for g in servo])
         self._index = {n: i for i, n in enumerate(self.joint_names)}
         limited = m.jnt_limited[jid].astype(bool)
         self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
@@ -384,7 +386,7 @@ class MujocoRobotSim:
         else:  # MuJoCo 4: mj_fullM(m, d, dst)
             mujoco.mj_fullM(m, d, inertia)
         damping = np.zeros(m.nv)
-        damping[self._dadr] = [gains_for(n, self._gains).kv for n in self.joint_names]
+        damping[self._dadr] = self._kv
         rate = float(eigh(np.diag(damping), inertia, eigvals_only=True).max())
         if rate * self._timestep > RK4_STEP_BOUND:
             raise InvalidInputError(
