@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from humanoid_balance.experiments.waist import SETTLE_S, TARGET_TRACKING_ERROR_DEG, TrackingRun
+from humanoid_balance.experiments.waist import TARGET_TRACKING_ERROR_DEG, TrackingRun
 from humanoid_balance.results import save_figure
 
 
@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "100,100)")
     parser.add_argument("--limit-policy", default="refuse",
                         help="points beyond the joint range: refuse (default) or clamp")
+    parser.add_argument("--random", type=int, default=0, metavar="N",
+                        help="also track N random feasible paths (seeds 0..N-1, point spacing "
+                             "2 ms to 1 s) and write waist_random.json; a few minutes for 200")
 
 
 def parse_gear_ratios(text: str) -> tuple[float, float]:
@@ -81,20 +84,28 @@ def _pyplot() -> Any:
     return plt
 
 
-def _angles_figure(run: TrackingRun, out: Path) -> Path:
-    """Figs. 9-10: pitch and roll, reference, actual and the noisy inclinometer."""
+def _angles_figure(run: TrackingRun, out: Path, name: str = "waist_angles.png",
+                   title: str = "Waist angles (cf. paper Figs. 9-10)") -> Path:
+    """Figs. 9-10: pitch and roll on one time axis: the command, the shaped reference, the
+    actual angle and the noisy inclinometer; the start's catch-up window shaded."""
     plt = _pyplot()
     fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    for k, name in enumerate(("pitch", "roll")):
-        axes[k].plot(run.t_s, run.reference_deg[:, k], "k--", label="reference")
-        axes[k].plot(run.t_s, run.actual_deg[:, k], label="actual (simulated joint)")
-        axes[k].plot(run.t_s, run.measured_deg[:, k], ".", ms=2, alpha=0.4,
+    for k, joint in enumerate(("pitch", "roll")):
+        axes[k].plot(run.t_s, run.measured_deg[:, k], ".", ms=2, alpha=0.3, color="grey",
                      label="inclinometer (noisy)")
-        axes[k].set_ylabel(f"{name} / deg")
-        axes[k].legend(loc="best", fontsize=8)
+        axes[k].plot(run.t_s, run.reference_deg[:, k], "k--", label="command")
+        axes[k].plot(run.t_s, run.shaped_deg[:, k], ":", color="tab:orange",
+                     label="shaped reference")
+        axes[k].plot(run.t_s, run.actual_deg[:, k], color="tab:blue", alpha=0.8,
+                     label="actual (simulated joint)")
+        if run.catch_up_end_s > 0.0:
+            axes[k].axvspan(0.0, run.catch_up_end_s, color="tab:orange", alpha=0.1,
+                            label="catch-up window")
+        axes[k].set_ylabel(f"{joint} / deg")
+        axes[k].legend(loc="best", fontsize=7)
     axes[1].set_xlabel("t / s")
-    fig.suptitle("Waist angles (cf. paper Figs. 9-10)")
-    return save_figure(fig, out / "waist_angles.png", dpi=120)
+    fig.suptitle(title)
+    return save_figure(fig, out / name, dpi=120)
 
 
 def _motor_figure(run: TrackingRun, out: Path, *, currents: bool) -> Path:
@@ -117,19 +128,24 @@ def _motor_figure(run: TrackingRun, out: Path, *, currents: bool) -> Path:
 
 
 def _error_figure(run: TrackingRun, out: Path) -> Path:
-    """Reference minus actual angle over time, with the paper's best error."""
+    """Command minus actual angle over time (the seed-003 figure), the error against the
+    shaped reference beside it, and the paper's best error."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    err = run.shaped_deg - run.actual_deg  # what the controller follows (the shaped command)
-    ax.plot(run.t_s, err[:, 0], label="pitch")
-    ax.plot(run.t_s, err[:, 1], label="roll")
+    err = run.reference_deg - run.actual_deg  # against what was asked
+    shaped = run.shaped_deg - run.actual_deg  # against what the servo follows
+    ax.plot(run.t_s, err[:, 0], label="pitch: command - actual")
+    ax.plot(run.t_s, err[:, 1], label="roll: command - actual")
+    ax.plot(run.t_s, shaped[:, 0], ":", lw=1, label="pitch: shaped - actual")
+    ax.plot(run.t_s, shaped[:, 1], ":", lw=1, label="roll: shaped - actual")
     ax.axhline(TARGET_TRACKING_ERROR_DEG, color="r", ls=":", label="0.1 deg (paper's best)")
     ax.axhline(-TARGET_TRACKING_ERROR_DEG, color="r", ls=":")
-    ax.axvline(SETTLE_S, color="grey", ls="--")
+    ax.axvline(run.catch_up_end_s, color="grey", ls="--", label="catch-up window ends")
+    ax.set_ylim(-3.0 * TARGET_TRACKING_ERROR_DEG, 3.0 * TARGET_TRACKING_ERROR_DEG)
     ax.set_xlabel("t / s")
-    ax.set_ylabel("shaped reference - actual / deg")
+    ax.set_ylabel("error / deg")
     ax.set_title("Tracking error")
-    ax.legend()
+    ax.legend(fontsize=7, ncol=2)
     return save_figure(fig, out / "waist_tracking_error.png", dpi=120)
 
 
@@ -179,4 +195,55 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_plots:
         for written in plot(result, out):
             print(f"wrote {written}")
+    if args.random > 0:
+        _random_paths(args.random, args.noise_deg, out, plots=not args.no_plots)
     return 0
+
+
+#: the spacing classes of the random draws' table [s]
+SPACING_CLASSES = ((0.002, 0.01), (0.01, 0.1), (0.1, 1.0 + 1e-9))
+
+
+def _random_paths(draws: int, noise_deg: float, out: Path, plots: bool) -> None:
+    """Track ``draws`` random feasible paths (seeds 0..draws-1), print a table per spacing
+    class and start, write ``waist_random.json`` and plot the worst draw."""
+    from humanoid_balance.experiments.waist import TARGET_CATCH_UP_S, run_drawn
+    from humanoid_balance.experiments.waist_paths import RANDOM_PATH_TARGET_DEG
+    from humanoid_balance.results import metric, write_results
+
+    results = []
+    for seed in range(draws):
+        results.append(run_drawn(seed, noise_deg=noise_deg))
+        if (seed + 1) % 20 == 0 or seed + 1 == draws:
+            print(f"random paths: {seed + 1}/{draws} tracked", flush=True)
+    print(f"{'spacing':>14} {'start':>7} {'draws':>6} {'max error deg':>14} {'seed':>5} "
+          f"{'max catch-up s':>15} {'seed':>5}")
+    for lo, hi in SPACING_CLASSES:
+        for moving in (False, True):
+            group = [r for r in results if lo <= r.spacing_s < hi and r.moving_start == moving]
+            if not group:
+                continue
+            worst = max(group, key=lambda r: r.errors.max_deg)
+            slow = max(group, key=lambda r: r.catch_up_s)
+            spacing = f"{lo * 1e3:.0f}-{hi * 1e3:.0f} ms"
+            print(f"{spacing:>14} {'moving' if moving else 'rest':>7} "
+                  f"{len(group):6d} {worst.errors.max_deg:14.4f} {worst.seed:5d} "
+                  f"{slow.catch_up_s:15.3f} {slow.seed:5d}")
+    worst = max(results, key=lambda r: r.errors.max_deg)
+    slow = max(results, key=lambda r: r.catch_up_s)
+    write_results("waist_random", {
+        "random_draws": metric(draws, ""),
+        "random_max_tracking_error_deg": metric(worst.errors.max_deg, "deg",
+                                                target=RANDOM_PATH_TARGET_DEG, better="lower"),
+        "random_worst_error_seed": metric(worst.seed, ""),
+        "random_max_shaped_tracking_error_deg": metric(
+            max(r.errors.shaped_max_deg for r in results), "deg", better="lower"),
+        "random_max_catch_up_s": metric(slow.catch_up_s, "s", target=TARGET_CATCH_UP_S,
+                                        better="lower"),
+        "random_worst_catch_up_seed": metric(slow.seed, ""),
+    }, command=f"humanoid-balance experiment waist --random {draws} --out {out}", directory=out)
+    if plots:
+        title = (f"Worst random draw: seed {worst.seed}, {worst.kind}, "
+                 f"{'moving' if worst.moving_start else 'rest'} start, "
+                 f"{worst.spacing_s * 1e3:.0f} ms points")
+        print(f"wrote {_angles_figure(worst.run, out, 'waist_random_worst.png', title)}")

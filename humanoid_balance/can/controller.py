@@ -338,6 +338,9 @@ class WaistController:
         self.fault_reason = ""
         self.messages: list[str] = []
         self._trajectory: WaistTrajectory | None = None
+        #: the shaped reference of the last accepted command (its catch-up windows, lag and
+        #: end lag are on the node's /diagnostics); None before the first
+        self.last_plan: BlendedTrajectory | None = None
         self._command_deadline_s = math.inf
         self._command_received_s = -math.inf
         # J_qw and J_qw^-1 (eqs. 3-4) as rows of floats, for the servo period's products
@@ -626,12 +629,13 @@ class WaistController:
             path = BlendedTrajectory.plan(
                 ahead, pos, initial_position=q_now, initial_velocity=qd_now,
                 velocity_limit=self.config.velocity_limit_rad_s,
-                acceleration_limit=self.config.acceleration_limit_rad_s2)
+                acceleration_limit=self.config.acceleration_limit_rad_s2, lower=lo, upper=hi)
         except InvalidInputError as exc:
             return TrajectoryResult(False, False, f"refused: {exc}")
-        if path.stretched_s > 1e-6:
-            message += (f"; slowed to the joints' limits: the last point is reached "
-                        f"{path.stretched_s:.3f} s late")
+        if path.end_lag_s > 1e-3:
+            message += (f"; beyond the joints' limits: the waist comes to rest on the last "
+                        f"point {path.end_lag_s:.3f} s after the command's own stop")
+        self.last_plan = path
         self._trajectory = WaistTrajectory(path, now_s)
         self._stop_from, self._stop_plan = None, None
         self._command_received_s = now_s

@@ -1,31 +1,42 @@
-"""Reference shaping: a piecewise-linear joint path blended within speed and acceleration limits.
+"""Reference shaping: a piecewise-linear joint path followed on its own timing, within speed and
+acceleration limits.
 
 A command (a list of points, perhaps clamped at the range's edge, ending in a stop)
 is a piecewise-linear path whose velocity steps at every point. Tracked as it is,
 the servo overshoots where the path stops dead (0.15 deg at a range edge, issue 14).
-:class:`BlendedTrajectory` turns it into a path whose acceleration stays within
-``acceleration_limit`` and whose speed within ``velocity_limit`` (linear segments
-with parabolic blends, "LSPB"):
+:class:`BlendedTrajectory` turns it into a reference whose acceleration stays within
+``acceleration_limit`` and whose speed within ``velocity_limit``, on the command's own
+times (issue 32: it never delays the rest of the path):
 
-* at every interior point ``k`` the velocity changes from ``v_{k-1}`` to ``v_k``
-  during a blend of duration ``tau_k = max_j |v_k - v_{k-1}|_j / a`` centred on the
-  point's time (all joints share it, so a straight segment stays straight). A
-  centred blend leaves the path at ``t_k - tau_k / 2`` and rejoins it at
-  ``t_k + tau_k / 2``; it never passes the corner, so a stop ends exactly on its
-  point and a clamped path never leaves the range:
+1. **The command's blended path** ``g(t)`` (linear segments with parabolic blends,
+   "LSPB"): at every point ``k`` after the start the velocity changes from ``v_{k-1}`` to
+   ``v_k`` during a blend of duration ``tau_k = max_j |v_k - v_{k-1}|_j / a`` centred on
+   the point's commanded time (all joints share it, so a straight segment stays
+   straight). A centred blend never passes the corner, so a stop ends exactly on its
+   point and a clamped path never leaves the range:
 
-  .. math::
+   .. math::
 
-      q(t) = p_k + v_{k-1} (t - t_k) + \\frac{v_k - v_{k-1}}{2 \\tau_k}
-      (t - t_k + \\tau_k / 2)^2, \\quad |t - t_k| \\le \\tau_k / 2
+       g(t) = p_k + v_{k-1} (t - t_k) + \\frac{v_k - v_{k-1}}{2 \\tau_k}
+       (t - t_k + \\tau_k / 2)^2, \\quad |t - t_k| \\le \\tau_k / 2
 
-* the last point is a stop (``v_n = 0``), blended the same way;
-* the first point is where the reference is now, moving at ``v_init``: a one-sided
-  blend from ``v_init`` to ``v_0`` starts now, with ``v_0`` chosen so that the path
-  still passes the next point on time;
-* a segment too fast for ``velocity_limit``, or too short for its two blends, is
-  stretched in time (the rest of the path is delayed by as much): the command is
-  followed as fast as the limits allow, never faster.
+   The last point is a stop (``v_n = 0``), blended the same way: the reference comes to
+   rest ``tau_n / 2`` after the last point's time (its braking time). Where two blends
+   would overlap (points too close for their velocity change) each gets its share of the
+   segment, and ``g`` accelerates harder there than the limit allows.
+
+2. **Catch-up windows.** Wherever ``g`` is beyond the limits (the start, when the
+   reference's velocity now differs from the first segment's; blends that could not fit;
+   segments faster than ``velocity_limit``) the reference leaves ``g`` at the window's
+   start and rejoins it, position and velocity, at the earliest time ``T`` (on a
+   :data:`JOIN_STEP_S` grid) at which some motion within the limits can: per joint, the
+   velocity profiles from ``v_a`` to ``g'(T)`` with slope at most ``a`` and magnitude at
+   most ``v_max`` form a convex set whose integrals are an interval
+   ``[I_min(T), I_max(T)]`` (the profiles ``min(v_a + a t, g'(T) + a (T - t), v_max)``
+   and its mirror); ``T`` is feasible when ``g(T) - q_a`` lies in it, and the profile
+   is the convex combination of the two extremes with that integral. At the earliest
+   ``T`` it is (almost) the extreme: the fastest catch-up the limits allow. Outside the
+   windows the reference *is* ``g``, on the command's times.
 
 Times are relative to the trajectory's start; positions in rad (any number of joints).
 """
@@ -44,22 +55,56 @@ from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
 FloatArray = NDArray[np.float64]
 
-#: iterations of the retiming before giving up (each stretches at least one segment)
-_MAX_ITERATIONS = 500
+#: grid of the times at which a catch-up window may rejoin the command's path [s]
+JOIN_STEP_S = 1e-3
+#: join times scanned per vectorised batch (a few hundred microseconds of numpy each)
+_BATCH = 512
+#: relative slack on the limits when judging a piece of ``g`` (rounding, not tolerance)
+_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A piecewise-quadratic joint path: piece ``i`` starts at ``start_s[i]`` at
+    ``position[i]`` with ``velocity[i]`` and accelerates at ``acceleration[i]``; the last
+    piece lasts for ever."""
+
+    start_s: FloatArray
+    position: FloatArray
+    velocity: FloatArray
+    acceleration: FloatArray
+
+    def index(self, t_s: FloatArray) -> NDArray[np.intp]:
+        """The piece each time of ``t_s`` falls in (0 before the first)."""
+        return np.maximum(np.searchsorted(self.start_s, t_s, side="right") - 1, 0)
+
+    def state(self, t_s: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Position, velocity and acceleration (each (n, J)) at the times ``t_s`` (n,)."""
+        i = self.index(t_s)
+        h = (np.asarray(t_s) - self.start_s[i])[:, None]
+        a = self.acceleration[i]
+        return (self.position[i] + self.velocity[i] * h + 0.5 * a * h * h,
+                self.velocity[i] + a * h, a)
 
 
 @dataclass(frozen=True)
 class BlendedTrajectory:
-    """Linear segments with parabolic blends, within speed and acceleration limits.
+    """The shaped reference of a command: its blended path, and catch-up windows where that
+    path is beyond the limits.
 
     Build it with :meth:`plan`. Pieces are quadratics: piece ``i`` starts at
     ``piece_start_s[i]`` at ``piece_position[i]`` with ``piece_velocity[i]`` and
     accelerates at ``piece_acceleration[i]``.
 
     Attributes:
-        knot_times_s: (N,) times of the points after retiming, from the start [s].
+        knot_times_s: (N,) the command's times of the points, from the start (0: where the
+            reference was when it was planned) [s].
         knot_positions: (N, J) the points [rad].
-        stretched_s: how much later than commanded the last point is reached [s].
+        catch_ups: (start, end) of each window off the command's timing [s].
+        max_lag_rad: the largest distance, any joint, between the reference and the
+            command's blended path inside the windows [rad] (0 without windows).
+        rest_s: when the command's blended path comes to rest on its last point (the last
+            point's time plus half its stop blend) [s].
         piece_start_s: (M,) piece start times [s].
         piece_position: (M, J) [rad].
         piece_velocity: (M, J) [rad/s].
@@ -68,7 +113,9 @@ class BlendedTrajectory:
 
     knot_times_s: FloatArray
     knot_positions: FloatArray
-    stretched_s: float
+    catch_ups: tuple[tuple[float, float], ...]
+    max_lag_rad: float
+    rest_s: float
     piece_start_s: FloatArray
     piece_position: FloatArray
     piece_velocity: FloatArray
@@ -76,14 +123,26 @@ class BlendedTrajectory:
 
     @property
     def duration_s(self) -> float:
-        """Time from the start until the path is at rest on its last point [s]."""
+        """Time from the start until the reference is at rest on its last point [s]."""
         return float(self.piece_start_s[-1])
+
+    @property
+    def catch_up_s(self) -> float:
+        """The longest window off the command's timing [s] (0: on it throughout)."""
+        return max((end - start for start, end in self.catch_ups), default=0.0)
+
+    @property
+    def end_lag_s(self) -> float:
+        """How much later than its command's own stop the reference comes to rest [s] (0 for
+        a command within the limits: the stop's braking is the command's)."""
+        return max(0.0, self.duration_s - self.rest_s)
 
     @classmethod
     def plan(cls, times_s: FloatArray, positions: FloatArray, *, initial_position: FloatArray,
-             initial_velocity: FloatArray, velocity_limit: float,
-             acceleration_limit: float) -> BlendedTrajectory:
-        """Blend the path from ``initial_position`` through ``positions``.
+             initial_velocity: FloatArray, velocity_limit: float, acceleration_limit: float,
+             lower: FloatArray | None = None, upper: FloatArray | None = None
+             ) -> BlendedTrajectory:
+        """Blend the path from ``initial_position`` through ``positions`` on their times.
 
         Args:
             times_s: (N,) strictly increasing times of the points, > 0 [s].
@@ -93,11 +152,13 @@ class BlendedTrajectory:
                 ``velocity_limit``.
             velocity_limit: joint speed bound, > 0 [rad/s].
             acceleration_limit: joint acceleration bound, > 0 [rad/s^2].
+            lower, upper: (J,) the joints' range [rad]: a catch-up never leaves it (nor
+                goes further out than its start, for a reference that starts outside).
 
         Raises:
             ConfigurationError: a limit not finite and > 0.
             InvalidInputError: times or positions of the wrong shape, not finite, not
-                increasing, or a path the retiming cannot fit (never for finite input).
+                increasing.
         """
         for name, value in (("velocity_limit", velocity_limit),
                             ("acceleration_limit", acceleration_limit)):
@@ -119,12 +180,13 @@ class BlendedTrajectory:
         if times[0] <= 0.0 or np.any(np.diff(times) <= 0.0):
             raise InvalidInputError("point times must be > 0 and strictly increasing")
         knots = np.vstack([q0, pos])
-        durations = np.diff(np.concatenate([[0.0], times]))
-        durations = _retime(knots, durations, v_init, velocity_limit, acceleration_limit)
-        knot_times = np.concatenate([[0.0], np.cumsum(durations)])
-        velocities, blends = _velocities_and_blends(knots, durations, v_init, acceleration_limit)
-        starts, p, v, a = _pieces(knots, knot_times, velocities, blends, v_init)
-        return cls(knot_times, knots, float(knot_times[-1] - times[-1]), starts, p, v, a)
+        knot_times = np.concatenate([[0.0], times])
+        command, rest_s = _command_path(knots, knot_times, acceleration_limit)
+        limits = _Limits(velocity_limit, acceleration_limit,
+                         *_range(lower, upper, q0))
+        pieces, windows, lag = _follow(command, v_init, limits)
+        return cls(knot_times, knots, tuple(windows), lag, rest_s, pieces.start_s,
+                   pieces.position, pieces.velocity, pieces.acceleration)
 
     def sample(self, t_s: float) -> tuple[FloatArray, FloatArray]:
         """Position [rad] and velocity [rad/s] at ``t_s`` from the start (held at the ends)."""
@@ -136,6 +198,14 @@ class BlendedTrajectory:
         a = self.piece_acceleration[i]
         v = self.piece_velocity[i]
         return self.piece_position[i] + v * h + 0.5 * a * h * h, v + a * h
+
+    def samples(self, t_s: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """:meth:`sample` at many times (n,): positions and velocities, (n, J) each."""
+        t = np.asarray(t_s, dtype=float).reshape(-1)
+        pieces = Pieces(self.piece_start_s, self.piece_position, self.piece_velocity,
+                        self.piece_acceleration)
+        q, qd, _ = pieces.state(np.maximum(t, self.piece_start_s[0]))
+        return q, qd
 
     def sample_floats(self, t_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """:meth:`sample` on Python floats (the same expressions joint by joint, so the same
@@ -160,90 +230,271 @@ class BlendedTrajectory:
                     self.piece_acceleration.tolist(), strict=True)])
 
 
-def _velocities_and_blends(knots: FloatArray, durations: FloatArray, v_init: FloatArray,
-                           accel: float) -> tuple[FloatArray, FloatArray]:
-    """Segment velocities (n, J) and blend durations (n + 1,) at the knots."""
-    n = durations.size
-    velocities = np.diff(knots, axis=0) / durations[:, None]
-    # segment 0 starts with a one-sided blend from v_init: its velocity is chosen so that the
-    # path still reaches knot 1 on time (fixed point of v0 <-> tau0)
-    d0, delta0 = durations[0], knots[1] - knots[0]
-    tau0 = 0.0
-    for _ in range(50):
-        v0 = (delta0 - v_init * tau0 / 2.0) / (d0 - tau0 / 2.0)
-        new_tau0 = float(np.max(np.abs(v0 - v_init))) / accel
-        if new_tau0 >= d0:  # too short: the retiming stretches it
-            break
-        converged = abs(new_tau0 - tau0) < 1e-12
-        tau0 = new_tau0
-        if converged:
-            break
-    velocities[0] = (delta0 - v_init * tau0 / 2.0) / (d0 - tau0 / 2.0)
-    tau0 = float(np.max(np.abs(velocities[0] - v_init))) / accel
-    padded = np.vstack([velocities, np.zeros((1, knots.shape[1]))])
-    blends = np.empty(n + 1)
-    blends[0] = tau0
-    blends[1:] = np.max(np.abs(np.diff(padded, axis=0)), axis=1) / accel
-    return velocities, blends
+@dataclass(frozen=True)
+class _Limits:
+    """Speed and acceleration bounds, and the range a catch-up stays in (rad, s)."""
+
+    velocity: float
+    acceleration: float
+    lower: FloatArray
+    upper: FloatArray
 
 
-def _retime(knots: FloatArray, durations: FloatArray, v_init: FloatArray, vmax: float,
-            accel: float) -> FloatArray:
-    """Segment durations stretched until every segment is within the speed limit and long
-    enough for its blends."""
-    durations = durations.copy()
-    for _ in range(_MAX_ITERATIONS):
-        velocities, blends = _velocities_and_blends(knots, durations, v_init, accel)
-        speed = np.max(np.abs(velocities), axis=1)
-        need = blends[:-1] / 2.0 + blends[1:] / 2.0
-        need[0] += blends[0] / 2.0  # the first blend is one-sided: all of it in segment 0
-        too_fast = speed > vmax * (1.0 + 1e-12)
-        too_short = need > durations * (1.0 + 1e-12)
-        if not (np.any(too_fast) or np.any(too_short)):
-            return durations
-        factor = np.ones_like(durations)
-        factor[too_fast] = np.maximum(factor[too_fast], speed[too_fast] / vmax * (1.0 + 1e-9))
-        ratio = need / durations
-        factor[too_short] = np.maximum(factor[too_short],
-                                       np.sqrt(ratio[too_short]) * 1.0001 + 1e-6)
-        durations *= factor
-    raise InvalidInputError("the path could not be retimed within the limits")
+def _range(lower: FloatArray | None, upper: FloatArray | None,
+           q0: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The range a catch-up stays in: the joints' range, widened to the start if it is out."""
+    lo = np.full(q0.size, -np.inf) if lower is None else np.asarray(lower, dtype=float)
+    hi = np.full(q0.size, np.inf) if upper is None else np.asarray(upper, dtype=float)
+    return np.minimum(lo, q0), np.maximum(hi, q0)
 
 
-def _pieces(knots: FloatArray, knot_times: FloatArray, velocities: FloatArray,
-            blends: FloatArray, v_init: FloatArray
-            ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """The quadratic pieces: start blend, then per segment its linear part and the next blend."""
+def _command_path(knots: FloatArray, knot_times: FloatArray,
+                  accel: float) -> tuple[Pieces, float]:
+    """The command's blended path ``g`` on its own times, and when it comes to rest [s].
+
+    Knot 0 is where the reference is at time 0: the path leaves it at the first segment's
+    velocity at once (a catch-up window covers that step). Each later knot's blend is
+    centred on its time, ``tau = |dv| / a``; where two blends would overlap, each takes the
+    share of the segment between them in proportion to its ``tau``.
+    """
     n_joints = knots.shape[1]
-    starts: list[float] = []
-    pos: list[FloatArray] = []
-    vel: list[FloatArray] = []
-    acc: list[FloatArray] = []
-    zero = np.zeros(n_joints)
-
-    def add(t: float, p: FloatArray, v: FloatArray, a: FloatArray) -> None:
-        if starts and t <= starts[-1]:  # an empty piece: the later one replaces it
-            starts.pop(), pos.pop(), vel.pop(), acc.pop()
-        starts.append(t)
-        pos.append(p)
-        vel.append(v)
-        acc.append(a)
-
+    knots, knot_times = _without_straight_knots(knots, knot_times)
+    durations = np.diff(knot_times)
+    velocities = np.diff(knots, axis=0) / durations[:, None]
+    padded = np.vstack([velocities, np.zeros((1, n_joints))])
+    tau = np.concatenate([[0.0], np.max(np.abs(np.diff(padded, axis=0)), axis=1) / accel])
+    # knot k's blend may take its share of the segments on either side (segment k - 1 on its
+    # left, k on its right): all of it beside a knot without a blend
+    left = durations * _share(tau[1:], tau[:-1])
+    right = np.append(durations[1:] * _share(tau[1:-1], tau[2:]), math.inf)
+    half = np.concatenate([[0.0], np.minimum(tau[1:] / 2.0, np.minimum(left, right))])
     n = velocities.shape[0]
-    padded = np.vstack([velocities, zero[None, :]])
-    tau0 = blends[0]
-    if tau0 > 0.0:
-        add(0.0, knots[0], v_init, (velocities[0] - v_init) / tau0)
-    # the line of segment k passes knot k + 1 at knot_times[k + 1]
-    for k in range(n):
-        t_end_line = knot_times[k + 1] - blends[k + 1] / 2.0
-        t_line = tau0 if k == 0 else knot_times[k] + blends[k] / 2.0
-        p_line = knots[k + 1] + velocities[k] * (t_line - knot_times[k + 1])
-        add(t_line, p_line, velocities[k], zero)
-        tau = blends[k + 1]
-        p_blend = knots[k + 1] + velocities[k] * (t_end_line - knot_times[k + 1])
-        if tau > 0.0:
-            add(t_end_line, p_blend, velocities[k], (padded[k + 1] - velocities[k]) / tau)
-    end = knot_times[-1] + blends[-1] / 2.0
-    add(end, knots[-1], zero, zero)
-    return np.array(starts), np.array(pos), np.array(vel), np.array(acc)
+    h = half[1:, None]
+    # segment k: its line from knot k's blend end, then the blend at knot k + 1 (if any)
+    line_t = knot_times[:-1] + half[:-1]
+    line_p = knots[:-1] + velocities * half[:-1, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blend_a = np.where(h > 0.0, (padded[1:] - velocities) / (2.0 * h), 0.0)
+    starts = np.empty(2 * n + 1)
+    starts[0:2 * n:2], starts[1:2 * n:2] = line_t, knot_times[1:] - half[1:]
+    starts[-1] = knot_times[-1] + half[-1]
+    pos = np.empty((2 * n + 1, n_joints))
+    pos[0:2 * n:2], pos[1:2 * n:2], pos[-1] = line_p, knots[1:] - velocities * h, knots[-1]
+    vel = np.empty_like(pos)
+    vel[0:2 * n:2], vel[1:2 * n:2], vel[-1] = velocities, velocities, 0.0
+    acc = np.zeros_like(pos)
+    acc[1:2 * n:2] = blend_a
+    # an empty piece (a blend of no duration, a line its blends cover) gives way to the next
+    keep = np.append(starts[:-1] < starts[1:], True)
+    # the command's own stop: its last blend whole (a squeezed one is beyond the limits)
+    return (Pieces(starts[keep], pos[keep], vel[keep], acc[keep]),
+            float(knot_times[-1] + tau[-1] / 2.0))
+
+
+def _share(mine: FloatArray, other: FloatArray) -> FloatArray:
+    """A blend's share of the segment it shares with another (in proportion to their
+    durations; all of it beside a knot without a blend)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(other > 0.0, mine / (mine + other), 1.0)
+
+
+def _without_straight_knots(knots: FloatArray,
+                            knot_times: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The knots less the interior ones the path goes straight through (no velocity change
+    but rounding): a blend may then reach over as many of those segments as it needs."""
+    velocities = np.diff(knots, axis=0) / np.diff(knot_times)[:, None]
+    change = np.max(np.abs(np.diff(velocities, axis=0)), axis=1)
+    scale = np.max(np.abs(velocities[1:]) + np.abs(velocities[:-1]), axis=1)
+    keep = np.concatenate([[True], change > 1e-9 * scale + 1e-15, [True]])
+    return knots[keep], knot_times[keep]
+
+
+def _beyond_limits(command: Pieces, limits: _Limits) -> NDArray[np.bool_]:
+    """Which pieces of ``g`` need more than the limits (acceleration, or speed at either end:
+    the velocity is linear within a piece)."""
+    a_max = limits.acceleration * (1.0 + _SLACK)
+    v_max = limits.velocity * (1.0 + _SLACK)
+    lengths = np.append(np.diff(command.start_s), 0.0)[:, None]
+    v_end = command.velocity + command.acceleration * lengths
+    return (np.any(np.abs(command.acceleration) > a_max, axis=1)
+            | np.any(np.abs(command.velocity) > v_max, axis=1)
+            | np.any(np.abs(v_end) > v_max, axis=1))
+
+
+def _follow(command: Pieces, v_init: FloatArray,
+            limits: _Limits) -> tuple[Pieces, list[tuple[float, float]], float]:
+    """The reference: ``g`` where it is within the limits, catch-up windows elsewhere.
+
+    Returns the pieces, the windows and the largest lag inside them (rad).
+    """
+    bad = _beyond_limits(command, limits)
+    out: list[Pieces] = []
+    windows: list[tuple[float, float]] = []
+    lag = 0.0
+    t = 0.0
+    q, v = command.position[0], v_init
+    v_gap = float(np.max(np.abs(v_init - command.velocity[0])))
+    leave = 0.0 if (v_gap > 1e-12 or bad[0]) else None
+    while True:
+        if leave is None:
+            later = np.flatnonzero(bad & (command.start_s > t - 1e-12))
+            if later.size == 0:
+                out.append(_slice(command, t, math.inf))
+                break
+            leave = float(command.start_s[later[0]])
+            out.append(_slice(command, t, leave))
+            q, v = (x[0] for x in command.state(np.array([leave]))[:2])
+        try:
+            join, transfer = _join(command, bad, leave, q, v, limits)
+        except InvalidInputError:  # a reference too fast to brake before the edge: the
+            # controller clamps it there; the motion is still within speed and acceleration
+            join, transfer = _join(command, bad, leave, q, v, _Limits(
+                limits.velocity, limits.acceleration, np.full(q.size, -np.inf),
+                np.full(q.size, np.inf)))
+        out.append(transfer)
+        windows.append((leave, join))
+        grid = np.arange(leave, join, JOIN_STEP_S / 4.0)
+        if grid.size:
+            mine = transfer.state(grid)[0]
+            lag = max(lag, float(np.max(np.abs(mine - command.state(grid)[0]))))
+        t, leave = join, None
+    return _concatenate(out), windows, lag
+
+
+def _slice(path: Pieces, t0: float, t1: float) -> Pieces:
+    """The pieces of ``path`` between ``t0`` and ``t1``, the first one starting at ``t0``."""
+    inside = np.flatnonzero((path.start_s > t0) & (path.start_s < t1))
+    p, v, a = path.state(np.array([t0]))
+    return Pieces(np.concatenate([[t0], path.start_s[inside]]),
+                  np.vstack([p, path.position[inside]]), np.vstack([v, path.velocity[inside]]),
+                  np.vstack([a, path.acceleration[inside]]))
+
+
+def _concatenate(parts: list[Pieces]) -> Pieces:
+    """One path of consecutive parts (a part's start ends the one before)."""
+    return Pieces(np.concatenate([p.start_s for p in parts]),
+                  np.vstack([p.position for p in parts]),
+                  np.vstack([p.velocity for p in parts]),
+                  np.vstack([p.acceleration for p in parts]))
+
+
+def _join(command: Pieces, bad: NDArray[np.bool_], leave: float, q: FloatArray, v: FloatArray,
+          limits: _Limits) -> tuple[float, Pieces]:
+    """The earliest time on the join grid at which the reference, leaving ``g`` at ``leave``
+    in state (``q``, ``v``), can be back on it within the limits, and the motion there.
+
+    The scan runs past ``g``'s rest: from there on ``g`` stands still, and any state within
+    the limits can reach a standstill.
+    """
+    rest = float(command.start_s[-1])
+    spread = float(np.max(np.abs(command.position[-1] - q))) if q.size else 0.0
+    horizon = rest + 2.0 * limits.velocity / limits.acceleration + spread / limits.velocity + 1.0
+    t = leave
+    while t < horizon:
+        candidates: FloatArray = t + JOIN_STEP_S * np.arange(1, _BATCH + 1, dtype=np.float64)
+        t = float(candidates[-1])
+        on_bad = bad[command.index(candidates)] & (candidates < rest)
+        x1, v1, _ = command.state(candidates)
+        ok = ~on_bad & _reachable(q, v, x1, v1, candidates - leave, limits)
+        for k in np.flatnonzero(ok):
+            transfer = _transfer(q, v, x1[k], v1[k], float(candidates[k] - leave), limits)
+            if _within_range(transfer, limits):
+                shifted = Pieces(transfer.start_s + leave, transfer.position, transfer.velocity,
+                                 transfer.acceleration)
+                return float(candidates[k]), shifted
+    raise InvalidInputError("the path could not be joined within the limits and the range")
+
+
+def _peak_integral(v0: FloatArray, v1: FloatArray, dt: FloatArray, accel: float,
+                   vmax: float) -> FloatArray:
+    """``I_max``: the integral of ``min(v0 + a t, v1 + a (dt - t), vmax)`` over ``[0, dt]``
+    (the fastest profile from ``v0`` to ``v1``; needs ``|v1 - v0| <= a dt``)."""
+    peak = (v0 + v1 + accel * dt) / 2.0
+    t_peak = (v1 - v0 + accel * dt) / (2.0 * accel)
+    triangle = v0 * t_peak + 0.5 * accel * t_peak ** 2 + v1 * (dt - t_peak) \
+        + 0.5 * accel * (dt - t_peak) ** 2
+    t1 = (vmax - v0) / accel
+    t2 = dt - (vmax - v1) / accel
+    trapezoid = 0.5 * (v0 + vmax) * t1 + vmax * (t2 - t1) + 0.5 * (vmax + v1) * (dt - t2)
+    return np.where(peak <= vmax, triangle, trapezoid)
+
+
+def _reachable(q: FloatArray, v: FloatArray, x1: FloatArray, v1: FloatArray, dt: FloatArray,
+               limits: _Limits) -> NDArray[np.bool_]:
+    """Which (x1, v1) (n, J) can be reached from (q, v) in ``dt`` (n,) within the limits."""
+    a, vm = limits.acceleration, limits.velocity
+    d = dt[:, None]
+    distance = x1 - q
+    hi = _peak_integral(v, v1, d, a, vm)
+    lo = -_peak_integral(-v, -v1, d, a, vm)
+    tol = 1e-12 + 1e-12 * np.abs(distance)
+    return np.all((np.abs(v1 - v) <= a * d * (1.0 + 1e-12) + 1e-12)
+                  & (np.abs(v1) <= vm * (1.0 + _SLACK))
+                  & (distance <= hi + tol) & (distance >= lo - tol), axis=1)
+
+
+def _transfer(q: FloatArray, v: FloatArray, x1: FloatArray, v1: FloatArray, dt: float,
+              limits: _Limits) -> Pieces:
+    """The motion from (q, v) to (x1, v1) in ``dt``: per joint the convex combination of the
+    fastest and the slowest velocity profile whose integral is ``x1 - q`` (times from 0)."""
+    a, vm = limits.acceleration, limits.velocity
+    dts = np.array([[dt]])
+    hi = _peak_integral(v[None], v1[None], dts, a, vm)[0]
+    lo = -_peak_integral(-v[None], -v1[None], dts, a, vm)[0]
+    width = hi - lo
+    lam = np.where(width > 1e-15, np.clip((x1 - q - lo) / np.where(width > 1e-15, width, 1.0),
+                                          0.0, 1.0), 1.0)
+    breaks = sorted({0.0, *_kinks(v, v1, dt, a, vm), *_kinks(-v, -v1, dt, a, vm)})
+    starts = np.array([b for b in breaks if b < dt])
+    # velocity and slope of each profile at the piece starts (the slope to the right)
+    up_v, up_a = _profile(v, v1, dt, a, vm, starts)
+    dn_v, dn_a = _profile(-v, -v1, dt, a, vm, starts)
+    vel = lam * up_v - (1.0 - lam) * dn_v
+    acc = lam * up_a - (1.0 - lam) * dn_a
+    pos = np.empty_like(vel)
+    pos[0] = q
+    for i in range(1, starts.size):
+        h = starts[i] - starts[i - 1]
+        pos[i] = pos[i - 1] + vel[i - 1] * h + 0.5 * acc[i - 1] * h * h
+    return Pieces(starts, pos, vel, acc)
+
+
+def _kinks(v0: FloatArray, v1: FloatArray, dt: float, accel: float,
+           vmax: float) -> list[float]:
+    """The times in ``(0, dt)`` where the fastest profile's slope changes, every joint."""
+    peak = (v0 + v1 + accel * dt) / 2.0
+    t_peak = (v1 - v0 + accel * dt) / (2.0 * accel)
+    t1 = (vmax - v0) / accel
+    t2 = dt - (vmax - v1) / accel
+    times = np.where(peak <= vmax, t_peak, t1).tolist() + t2[peak > vmax].tolist()
+    return [float(t) for t in times if 1e-12 < t < dt - 1e-12]
+
+
+def _profile(v0: FloatArray, v1: FloatArray, dt: float, accel: float, vmax: float,
+             t: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The fastest profile ``min(v0 + a t, v1 + a (dt - t), vmax)`` and its slope to the right
+    of each time of ``t`` (n,); (n, J) each."""
+    rising = v0[None] + accel * t[:, None]
+    falling = v1[None] + accel * (dt - t[:, None])
+    value = np.minimum(np.minimum(rising, falling), vmax)
+    # the slope to the right: the branch that is lowest just after t
+    eps = 1e-9 * max(dt, 1e-9)
+    after_r = rising + accel * eps
+    after_f = falling - accel * eps
+    slope = np.where((after_r <= after_f) & (after_r <= vmax), accel,
+                     np.where(after_f <= vmax, -accel, 0.0))
+    return value, slope
+
+
+def _within_range(transfer: Pieces, limits: _Limits) -> bool:
+    """Whether a motion's positions stay within the range: at its piece ends and turning
+    points (each piece is a quadratic)."""
+    if not (np.all(np.isfinite(limits.lower)) or np.all(np.isfinite(limits.upper))):
+        return True
+    p, v, a = transfer.position, transfer.velocity, transfer.acceleration
+    lengths = np.append(np.diff(transfer.start_s), 0.0)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        turn = np.where(a != 0.0, np.clip(-v / a, 0.0, lengths), 0.0)
+    candidates = np.concatenate([p, p + v * turn + 0.5 * a * turn ** 2])
+    tol = 1e-9
+    return bool(np.all(candidates >= limits.lower - tol) and np.all(candidates <= limits.upper + tol))

@@ -799,7 +799,7 @@ class WaistControllerNode(LifecycleNode):
             return
         with self._lock:
             out = self._last
-            state, reason = ctl.state, ctl.fault_reason
+            state, reason, plan = ctl.state, ctl.fault_reason, ctl.last_plan
             messages, ctl.messages = ctl.messages, []
             periods, late_sum_s, late_max_s = self._period_stats
             self._period_stats = [0, 0.0, 0.0]
@@ -830,6 +830,10 @@ class WaistControllerNode(LifecycleNode):
         level = ERROR if state == ControllerState.FAULT else OK
         summary: dict[str, Any] = {"state": state.value, "bus_load_pct": ctl.bus_load.percent,
                                    "commands_refused": self._commands_refused, **bus.counters()}
+        if plan is not None:  # the last accepted command: its windows off the command's timing
+            summary.update(command_catch_up_s=plan.catch_up_s,
+                           command_max_lag_deg=math.degrees(plan.max_lag_rad),
+                           command_end_lag_s=plan.end_lag_s)
         if ctl.encoders_checked is not None:  # against the inclinometer at the last enable
             summary["encoders_checked"] = ctl.encoders_checked
         if periods:  # the servo thread's timing since the last /diagnostics

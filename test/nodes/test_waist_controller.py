@@ -109,7 +109,8 @@ def test_command_timeout_stops_within_two_servo_periods(rig: Rig) -> None:
     times, pos = _ramp((0.0, 0.0), (math.radians(1.0), 0.0), 0.1)
     result = rig.ctl.set_trajectory(times, pos, rig.now)
     assert result.accepted
-    # the path is slowed to the joints' limits: it ends later than its last point's 0.1 s
+    # 1 deg in 0.1 s is beyond the acceleration limit: the reference catches up and brakes to
+    # rest after the last point's 0.1 s
     deadline = rig.ctl.command_deadline_s
     assert deadline > rig.now + 0.1 + rig.ctl.config.command_timeout_s
     rig.run_until(lambda: rig.ctl.state != ControllerState.RUNNING, 1000)
