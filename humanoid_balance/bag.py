@@ -160,6 +160,12 @@ class BagRecorder:
             for subscription in self._subscriptions:
                 self.node.destroy_subscription(subscription)
             self._writer.close()
+            # rosbags leaves the MCAP CRCs 0 ("not computed"): a damaged bag would replay
+            # with no word (issue 35)
+            from humanoid_balance.mcap_crc import seal
+
+            for mcap in sorted(self.path.glob("*.mcap")):
+                seal(mcap)
 
 
 @dataclass(frozen=True)

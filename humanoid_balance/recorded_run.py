@@ -553,9 +553,18 @@ def run_metrics(run: RecordedRun, start: float | None = None,
     start = run.strike_start() if start is None else start
     momentum = run.momentum_commanded.between(start if np.isfinite(start) else -np.inf, end)
     lxy = float(np.abs(momentum.values[:, 3:5]).max()) if len(momentum) else float("nan")
+    # the controller's own /waist/tracking_error: its shaped reference less its measurement
     error = run.waist_tracking_error.between(-np.inf, end)
     waist_error_deg = float(np.rad2deg(np.hypot(*error.values.T).max())) if len(error) \
         else float("nan")
+    # against what was asked (issue 32): the drives' angles less /waist/command's points
+    # joined by straight segments on their times, while the commands came
+    commanded = run.waist_command.between(-np.inf, end)
+    drive = run.waist_drive.between(commanded.t[0], commanded.t[-1]) if len(commanded) \
+        else Series.empty(2)
+    command_error_deg = float(np.rad2deg(np.max(np.hypot(*(drive.values - np.column_stack(
+        [np.interp(drive.t, commanded.t, commanded.values[:, k]) for k in range(2)])).T))))\
+        if len(drive) else float("nan")
     waist_sim = run.joint("waist_pitch").between(-np.inf, end)
     metrics = {
         "cop_peak_shift_mm": metric(_rounded(peak_shift_mm(run.cop, start, end), 2), "mm",
@@ -572,6 +581,8 @@ def run_metrics(run: RecordedRun, start: float | None = None,
                                    else run.lock_step_misses, "", target=0, better="lower"),
         "waist_max_tracking_error_deg": metric(_rounded(waist_error_deg, 4), "deg",
                                                better="lower"),
+        "waist_max_command_error_deg": metric(_rounded(command_error_deg, 4), "deg",
+                                              better="lower"),
         "waist_pitch_final_deg_sim": metric(
             _rounded(float(np.rad2deg(waist_sim.values[-1, 0])), 3) if len(waist_sim)
             else float("nan"), "deg"),

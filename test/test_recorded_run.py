@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +71,23 @@ def test_run_metrics_leave_out_what_was_not_recorded() -> None:
     assert metrics["cop_peak_shift_mm"]["value"] == pytest.approx(20.0)
     assert not {"waist_max_tracking_error_deg", "max_abs_Lx_Ly_commanded",
                 "zmp_peak_shift_mm", "lock_step_misses"} & set(metrics)
+
+
+def test_the_waist_figure_against_the_command_is_beside_the_controllers_own() -> None:
+    """Issue 32: the waist's error against /waist/command (its points joined on their times)
+    is reported beside the controller's own /waist/tracking_error (shaped reference less
+    measurement), measured only while commands came."""
+    t = np.arange(0.0, 2.0, 0.01)
+    command = Series(np.array([0.5, 1.5]), np.radians([[0.0, 0.0], [1.0, 0.0]]))
+    # the drives 0.02 deg behind the commanded ramp throughout
+    ramp = np.clip((t - 0.5) / 1.0, 0.0, 1.0)
+    drive = Series(t, np.radians(np.column_stack([ramp - 0.02, 0.0 * t])))
+    run = RecordedRun("waist", waist_command=command, waist_drive=drive,
+                      waist_tracking_error=Series(t, np.radians(np.full((t.size, 2), 0.001))))
+    metrics = run_metrics(run, start=float("nan"))
+    assert metrics["waist_max_command_error_deg"]["value"] == pytest.approx(0.02, abs=1e-4)
+    assert metrics["waist_max_tracking_error_deg"]["value"] == pytest.approx(
+        math.hypot(0.001, 0.001), abs=1e-4)
 
 
 def test_comparison_ratio_has_the_issue_target() -> None:

@@ -474,6 +474,11 @@ class ZmpEstimator:
             sum_z += fwz * z
         if not touching:
             return ZmpOutput(None, zmps, forces, contacts, None, None)
+        # each foot's wrench is finite, but their sum may not be (two 1.5e308 N forces): then
+        # the divisions below give finite zeros (x / inf), a ZMP at the origin that looks valid
+        if not all(isfinite(v) for v in (fx_w, fy_w, fz_w, tx_w, ty_w, sum_z)):
+            raise InvalidInputError(
+                "the feet's wrenches overflow in their sum (values beyond any sensor's range)")
         polygon = self.support.update(poses, touching)
         if not fz_w > 0.0:  # soles so steep that the ground pulls down: no ZMP on a plane
             return ZmpOutput(None, zmps, forces, contacts, polygon, None)

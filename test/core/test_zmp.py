@@ -182,6 +182,22 @@ def test_nan_wrench_is_refused() -> None:
         ZmpEstimator(_feet()).step(samples)
 
 
+@pytest.mark.parametrize(("left", "right"), [(1.5e308, 1.5e308), (1.5e308, 0.75e308)])
+def test_wrenches_whose_sum_overflows_are_refused(left: float, right: float) -> None:
+    """Issue 35: feet at 1.5e308 N and 0.75e308 N, each finite, overflow in their sum; the
+    ZMP was (0, 0) with a 90 mm margin (x / inf = 0). Now the sample is refused, saying why."""
+    with pytest.raises(InvalidInputError, match="overflow in their sum"):
+        ZmpEstimator(_feet()).step(_standing(left, right, cop_left_x=0.04))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e6, 1e300, 0.25e306])
+def test_the_zmp_does_not_depend_on_the_wrenches_scale(scale: float) -> None:
+    """The same wrenches scaled by 1e-3 ... 1e300 (finite sums) give the same ZMP: the ZMP
+    is a ratio of moments to forces."""
+    out = ZmpEstimator(_feet()).step(_standing(300.0 * scale, 100.0 * scale, cop_left_x=0.04))
+    assert out.zmp_in_world == pytest.approx([0.03, 0.1, 0.0], abs=1e-12)
+
+
 def test_foot_weight_below_the_sensor_is_compensated() -> None:
     """A sensor above a 1 kg foot reads 9.81 N less; the estimator gives back the ground force."""
     feet = {s: FootGeometry(_translation(0, 0, 0.05), SOLE, mass_below_sensor=1.0,
