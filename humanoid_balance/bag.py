@@ -227,6 +227,33 @@ def bag_topics(path: str | Path) -> dict[str, tuple[str, int]]:
         raise BagError(f"cannot open bag {path}: {error}") from error
 
 
+def metadata_topics(path: str | Path) -> dict[str, str]:
+    """topic -> type, from a bag directory's ``metadata.yaml`` alone (no rosbags, no rosbag2).
+
+    What a launch file reads to build the player's command (``graph.bag_player_command``):
+    the same file ``ros2 bag info`` shows, in the layout every rosbag2 version writes.
+
+    Raises:
+        ConfigurationError: no such directory, or it has no readable ``metadata.yaml``.
+    """
+    import yaml
+
+    directory = Path(path)
+    metadata = directory / "metadata.yaml"
+    if not directory.is_dir():
+        raise ConfigurationError(f"bag {str(path)!r} is not a directory: give a rosbag2 directory "
+                                 "(the one holding metadata.yaml)")
+    try:
+        tree = yaml.safe_load(metadata.read_text())
+        entries = tree["rosbag2_bagfile_information"]["topics_with_message_count"]
+        return {str(e["topic_metadata"]["name"]): str(e["topic_metadata"]["type"])
+                for e in entries or []}
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as error:
+        raise ConfigurationError(
+            f"bag {path}: {metadata} cannot be read ({type(error).__name__}: {error}); a bag "
+            "directory without it can be repaired with `ros2 bag reindex`") from None
+
+
 def bag_duration(path: str | Path) -> float:
     """Seconds between a bag's first and last message."""
     from rosbags.rosbag2 import Reader

@@ -19,6 +19,12 @@ Lifecycle nodes (:class:`LifecycleSequence`):
   to do, and left to the operator; the nodes after it wait. When the operator
   activates it by hand (``ros2 lifecycle set``), the ones after it follow.
 
+Parameters: each node gets the package's file (``config/*.yaml``, keyed
+``/**/<node>``: any namespace), then the team's ``params_file`` (checked first,
+:func:`~humanoid_balance.graph.apply_parameter_file`), then the graph's overrides.
+Under ``namespace`` the nodes' topics, TF, ``/clock`` and rviz's displays move
+into the namespace (:func:`~humanoid_balance.graph.namespace_remappings`).
+
 DDS is left to the environment (no loopback profile): on a robot, rviz on an
 operator's machine joins the graph. This module imports ``launch`` and
 ``launch_ros``: only launch files and the tests that load them import it.
@@ -27,6 +33,7 @@ operator's machine joins the graph. This module imports ``launch`` and
 from __future__ import annotations
 
 import inspect
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -41,7 +48,15 @@ from launch_ros.events.lifecycle import ChangeState, StateTransition
 from lifecycle_msgs.msg import Transition
 
 from humanoid_balance.exceptions import ConfigurationError
-from humanoid_balance.graph import LIFECYCLE_ORDER, PACKAGE, GraphNode
+from humanoid_balance.graph import (
+    LIFECYCLE_ORDER,
+    PACKAGE,
+    GraphNode,
+    apply_parameter_file,
+    external_remappings,
+    namespace_prefix,
+    rviz_config,
+)
 from humanoid_balance.resources import config_path, share_path
 
 #: what each launch argument is for (``ros2 launch humanoid_balance X.launch.py --show-args``)
@@ -51,7 +66,10 @@ ARGUMENT_HELP: dict[str, str] = {
     "can_interface": "python-can interface of the waist drives: socketcan on the robot",
     "can_channel": "CAN channel of the waist drives (can0, can1, ...)",
     "urdf_path": "the humanoid's URDF; empty: the package's urdf/humanoid.urdf",
-    "namespace": "namespace of every node (their topics are absolute: remap them to move them)",
+    "namespace": "namespace of every node; their topics, services, TF and /clock move into it "
+                 "(/robot1/zmp, /robot1/tf, ...), rviz's displays too",
+    "params_file": "your parameter file, applied over the package's config/*.yaml (key a node's "
+                   "section /**/<node>: any namespace; empty: none)",
     "use_sim_time": "take time from /clock (a simulator or a bag)",
     "waist": "start the waist controller (it needs its CAN bus)",
     "identification": "start the identification executor (configured, not activated)",
@@ -147,21 +165,40 @@ def graph_keywords(context: LaunchContext, function: Callable[..., Any],
 
 def full_name(node: GraphNode) -> str:
     """The node's fully qualified name (``/namespace/name``), as ``ros2 lifecycle`` takes it."""
-    namespace = node.namespace.strip("/")
-    return f"/{namespace}/{node.name}" if namespace else f"/{node.name}"
+    return node.full_name
+
+
+def params_file_argument() -> DeclareLaunchArgument:
+    """``params_file``: a team's parameter file over the package's (empty: none)."""
+    return DeclareLaunchArgument("params_file", default_value="",
+                                 description=ARGUMENT_HELP["params_file"])
+
+
+def with_params_file(context: LaunchContext, nodes: Sequence[GraphNode]) -> list[GraphNode]:
+    """``nodes`` with the ``params_file`` argument's file after their package file.
+
+    The file is checked before any node starts (a broken one stops the launch with the
+    reasons); a value the launch overrides is logged as a warning.
+    """
+    check = apply_parameter_file(nodes, argument(context, "params_file"))
+    logger = launch.logging.get_logger(f"{PACKAGE}.params_file")
+    for warning in check.warnings:
+        logger.warning(warning)
+    return check.nodes
 
 
 def node_action(node: GraphNode, output: str = "screen") -> Node:
     """The graph node as a launch_ros action: ``LifecycleNode`` for a managed node, else ``Node``.
 
     Parameters are the node's parameter file in the installed package, then the
-    graph's overrides (later ones win, as with ``--params-file`` then ``-p``).
+    team's (``params_file``), then the graph's overrides (later ones win).
     """
     action_type = LifecycleNode if node.spec.lifecycle else Node
     action: Node = action_type(
         package=PACKAGE, executable=node.spec.executable, name=node.name,
-        namespace=node.namespace, output=output,
-        parameters=[str(node.spec.parameter_path()), dict(node.parameters)],
+        namespace=namespace_prefix(node.namespace), output=output,
+        parameters=[str(node.spec.parameter_path()), *node.parameter_files,
+                    dict(node.parameters)],
         remappings=list(node.remappings))
     return action
 
@@ -177,8 +214,10 @@ def lifecycle_node_action(node: GraphNode, output: str = "screen") -> LifecycleN
 def robot_state_publisher(urdf_path: str, namespace: str = "", use_sim_time: bool = False) -> Node:
     """``robot_state_publisher`` with the humanoid's URDF (``urdf_path``; empty: the package's).
 
-    Its ``joint_states`` input is remapped to ``/joint_states``, where the package's
-    nodes and the robot's drivers publish (absolute, whatever the namespace).
+    In the robot's namespace: ``robot_description`` and its ``joint_states`` input are
+    relative (``/robot1/robot_description``, ``/robot1/joint_states``, where the graph's
+    nodes publish under that namespace) and TF and ``/clock`` are remapped into it as the
+    nodes' are (:func:`~humanoid_balance.graph.external_remappings`).
     """
     path = urdf_path or str(share_path("urdf", "humanoid.urdf"))
     try:
@@ -188,16 +227,29 @@ def robot_state_publisher(urdf_path: str, namespace: str = "", use_sim_time: boo
         raise ConfigurationError(f"urdf_path={path!r} cannot be read ({error}); give an existing "
                                  "URDF file") from None
     return Node(package="robot_state_publisher", executable="robot_state_publisher",
-                namespace=namespace, output="screen",
+                namespace=namespace_prefix(namespace), output="screen",
                 parameters=[{"robot_description": description, "use_sim_time": use_sim_time}],
-                remappings=[("joint_states", "/joint_states")])
+                remappings=external_remappings(namespace))
 
 
-def rviz(use_sim_time: bool) -> Node:
-    """rviz2 with the package's ``config/balance.rviz``."""
-    return Node(package="rviz2", executable="rviz2",
-                arguments=["-d", str(config_path("balance.rviz"))],
-                parameters=[{"use_sim_time": use_sim_time}])
+def rviz(use_sim_time: bool, namespace: str = "") -> Node:
+    """rviz2 with the package's ``config/balance.rviz``, for the robot in ``namespace``.
+
+    With a namespace rviz gets a copy of the file whose displays read
+    ``/<namespace>/...`` (:func:`~humanoid_balance.graph.rviz_config`, written to a
+    temporary file as launch_ros writes its parameter files), and TF and ``/clock``
+    remapped into the namespace.
+    """
+    path = str(config_path("balance.rviz"))
+    if namespace_prefix(namespace):
+        with tempfile.NamedTemporaryFile(
+                "w", prefix=f"balance_{namespace_prefix(namespace).strip('/').replace('/', '_')}_",
+                suffix=".rviz", delete=False) as file:
+            file.write(rviz_config(namespace))
+            path = file.name
+    return Node(package="rviz2", executable="rviz2", arguments=["-d", path],
+                parameters=[{"use_sim_time": use_sim_time}],
+                remappings=external_remappings(namespace, joint_states=False))
 
 
 class LifecycleSequence:

@@ -23,7 +23,6 @@ import struct
 from binascii import crc32
 from pathlib import Path
 
-
 MAGIC = b"\x89MCAP0\r\n"
 OP_FOOTER = 0x02
 OP_CHUNK = 0x06

@@ -469,7 +469,7 @@ def estimator_contact_points(model: Any) -> tuple[dict[str, np.ndarray], dict[st
     from humanoid_balance.resources import config_path
 
     with open(config_path("zmp.yaml")) as stream:
-        parameters = yaml.safe_load(stream)["zmp_estimator"]["ros__parameters"]
+        parameters = yaml.safe_load(stream)["/**/zmp_estimator"]["ros__parameters"]
     contact_frames = {side: list(parameters[side]["contact_frames"]) for side in SIDES
                       if "contact_frames" in parameters.get(side, {})}
     sole_frames = {side: str(parameters.get(side, {}).get("sole_frame", f"{side}_sole"))

@@ -131,11 +131,11 @@ def test_a_recorded_mcap_bag_carries_crcs_that_readers_check(rclpy_context: Any,
     data = bytearray(good)
     data[_chunk_records_offset(good) + 40] ^= 0xFF
     mcap_file.write_bytes(bytes(data))
-    with pytest.raises(BagError, match="damaged after 0 readable messages.*checksum mismatch"):
+    with pytest.raises(BagError, match=r"damaged after 0 readable messages.*checksum mismatch"):
         list(read_bag(tmp_path / "bag"))
     # a reader nobody here wrote checks every CRC (chunks, data section, summary)
     mcap_reader = pytest.importorskip("mcap.reader")
-    with mcap_file.open("rb") as stream, pytest.raises(Exception, match="(?i)crc"):
+    with mcap_file.open("rb") as stream, pytest.raises(Exception, match=r"(?i)crc"):
         list(mcap_reader.make_reader(stream, validate_crcs=True).iter_messages())
     mcap_file.write_bytes(good)
     with mcap_file.open("rb") as stream:

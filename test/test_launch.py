@@ -27,6 +27,7 @@ from humanoid_balance.graph import (
     sim_graph,
     zmp_estimator_inputs,
 )
+from humanoid_balance.params.files import node_key, package_parameters
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
@@ -109,11 +110,11 @@ def test_every_executable_is_a_console_script(graph: str) -> None:
 
 @pytest.mark.parametrize("graph", sorted(_launch_graphs()))
 def test_every_parameter_file_exists_with_the_node_section(graph: str) -> None:
-    """Each node's parameter file exists in config/ and holds ``<node name>: ros__parameters``."""
+    """Each node's parameter file exists in config/ and holds ``/**/<node name>: ros__parameters``."""
     for node in _launch_graphs()[graph]:
         path = REPO / "config" / node.spec.parameter_file
         content = yaml.safe_load(path.read_text())
-        assert isinstance(content[node.name]["ros__parameters"], dict), (graph, node.name)
+        assert isinstance(content[node_key(node.name)]["ros__parameters"], dict), (graph, node.name)
 
 
 @pytest.mark.parametrize("name", sorted(NODES))
@@ -127,8 +128,7 @@ def test_every_override_of_every_launch_graph_is_declared(name: str, rclpy_conte
 @pytest.mark.parametrize("name", sorted(NODES))
 def test_every_parameter_file_entry_is_declared(name: str, rclpy_context: Any) -> None:
     """Each parameter in a node's config/*.yaml section is declared by the node (no silent typo)."""
-    content = yaml.safe_load((REPO / "config" / NODES[name].parameter_file).read_text())
-    names = sorted(_flatten(content[name]["ros__parameters"]))
+    names = sorted(_flatten(package_parameters(name, REPO / "config" / NODES[name].parameter_file)))
     assert undeclared(names, _declared(name, rclpy_context)) == []
 
 

@@ -6,7 +6,8 @@ launch file is loaded, its arguments and OpaqueFunctions visited with a
 LaunchContext, and the resulting actions compared with the graph
 (``humanoid_balance.graph``) they must start; no process is started. The
 lifecycle event handlers are fed StateTransition events as the nodes would
-publish them.
+publish them. Parameters are merged as rclpy merges the files a process gets
+(``humanoid_balance.params.files``, checked against rclpy in test_params_files.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,15 +58,23 @@ from launch_ros.actions import LifecycleNode, Node  # noqa: E402
 from launch_ros.events.lifecycle import ChangeState, StateTransition  # noqa: E402
 from lifecycle_msgs.msg import Transition, TransitionEvent  # noqa: E402
 
+from humanoid_balance.exceptions import ConfigurationError  # noqa: E402
 from humanoid_balance.graph import (  # noqa: E402
     LIFECYCLE_ORDER,
+    ROBOT_NAMES,
     SIM_WAIST_JOINT_STATES,
     GraphNode,
     replay_graph,
     robot_graph,
+    rviz_config,
     sim_graph,
 )
 from humanoid_balance.launch_graph import LOGGER_NAME, full_name  # noqa: E402
+from humanoid_balance.params.files import (  # noqa: E402
+    merged_parameters,
+    package_parameters,
+    read_parameter_file,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 ROBOT_ARGUMENTS = {"can_interface": "virtual", "can_channel": "can7", "sensor_type": "fsr",
@@ -101,6 +112,46 @@ def lifecycle_log() -> Iterator[_Records]:
         yield handler
     finally:
         logger.removeHandler(handler)
+
+
+@pytest.fixture
+def params_file_log() -> Iterator[_Records]:
+    """What the launch logs about a params_file."""
+    handler = _Records()
+    logger = logging.getLogger("humanoid_balance.params_file")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+def write_bag_metadata(path: Path, topics: dict[str, str]) -> Path:
+    """A rosbag2 directory's metadata.yaml (only what the launch reads) with ``topics``."""
+    path.mkdir(parents=True, exist_ok=True)
+    entries = [{"topic_metadata": {"name": name, "type": kind, "serialization_format": "cdr",
+                                   "offered_qos_profiles": ""}, "message_count": 10}
+               for name, kind in topics.items()]
+    (path / "metadata.yaml").write_text(yaml.safe_dump(
+        {"rosbag2_bagfile_information": {"version": 5, "storage_identifier": "mcap",
+                                         "topics_with_message_count": entries}}))
+    return path
+
+
+SENSOR_TOPICS = {"/joint_states": "sensor_msgs/msg/JointState",
+                 "/left_foot/ft": "geometry_msgs/msg/WrenchStamped",
+                 "/right_foot/ft": "geometry_msgs/msg/WrenchStamped"}
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Bag directories (metadata only): ``with_clock`` holds /clock, ``without_clock`` not."""
+    root = tmp_path_factory.mktemp("bags")
+    return {
+        "with_clock": str(write_bag_metadata(root / "sim_bag", {
+            **SENSOR_TOPICS, "/clock": "rosgraph_msgs/msg/Clock"})),
+        "without_clock": str(write_bag_metadata(root / "robot_bag", SENSOR_TOPICS)),
+    }
 
 
 def _expand(entity: Any, context: LaunchContext) -> list[Any]:
@@ -195,27 +246,39 @@ _ParameterFileLoader.add_constructor(
 
 
 def _started(action: Node, context: LaunchContext) -> dict[str, Any]:
-    """What the process of ``action`` would get: parameters (files merged in order) and remappings."""
+    """What the process of ``action`` would get: its parameter files in order, the parameters
+    (the files merged as rclpy merges them) and remappings."""
     command = [_text(part, context) for part in action.cmd]
-    parameters: dict[str, Any] = {}
+    # launch_ros keys the overrides by the node's full name when it names the node, else /**
+    key = action.node_name if action.is_node_name_fully_specified() else "/**"
+    files = []
     remappings = []
+    overrides: dict[str, Any] = {}
     for flag, value in itertools.pairwise(command):
         if flag == "--params-file":
-            content = yaml.load(Path(value).read_text(), Loader=_ParameterFileLoader)
-            if Path(value).name.startswith("launch_params_"):
-                os.unlink(value)  # launch_ros wrote the overrides dict there
-            for key in (action.node_name, action.node_name.rsplit("/", 1)[-1], "/**"):
-                if key in content:
-                    parameters.update(_flatten(content[key]["ros__parameters"]))
+            if Path(value).name.startswith("launch_params_"):  # launch_ros wrote the overrides dict
+                content = yaml.load(Path(value).read_text(), Loader=_ParameterFileLoader)
+                os.unlink(value)
+                assert list(content) == [key], content
+                overrides = _flatten(content[key]["ros__parameters"])
+                files.append("<overrides>")
+            else:
+                files.append(value)
         elif flag == "-r" and not value.startswith(("__", "LocalVar")):
             source, target = value.split(":=")
             remappings.append((source, target))
-    return {"executable": command[0], "parameters": parameters, "remappings": remappings}
+    parameters = merged_parameters([read_parameter_file(f) for f in files if f != "<overrides>"],
+                                   key if key != "/**" else "/any_node", overrides,
+                                   overrides_key=key)
+    parameters = {k: list(v) if isinstance(v, tuple) else v for k, v in parameters.items()}
+    return {"executable": command[0], "files": files, "parameters": parameters,
+            "remappings": remappings}
 
 
 def _expected(node: GraphNode) -> dict[str, Any]:
-    content = yaml.safe_load(node.spec.parameter_path().read_text())
-    parameters = _flatten(content[node.name]["ros__parameters"])
+    parameters = _flatten(package_parameters(node.name))
+    for path in node.parameter_files:
+        parameters.update(merged_parameters([read_parameter_file(path)], node.full_name))
     parameters.update(_flatten(dict(node.parameters)))
     return {"parameters": parameters, "remappings": list(node.remappings)}
 
@@ -234,17 +297,24 @@ CASES = {
         "lock_step": "true", "rmc": "false", "namespace": "sim1", "robot_state_publisher": "false"},
         sim_graph(sensor_type="fsr", job_arm="left", real_time_factor=0.5, sensor_noise=0.0,
                   lock_step=True, rmc=False, namespace="sim1")),
-    "replay": ("replay.launch.py", {"bag": "/data/bag", "sensor_type": "fsr",
+    "replay": ("replay.launch.py", {"bag": "with_clock", "sensor_type": "fsr",
                                     "robot_state_publisher": "false"},
                replay_graph(sensor_type="fsr")),
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_launch_file_starts_the_graph_nodes(case: str) -> None:
-    """The launch file starts exactly the graph's nodes, by name and namespace, as lifecycle nodes or not."""
+def _load(case: str, bags: dict[str, str]) -> tuple[Loaded, list[GraphNode]]:
+    """A case's launch file loaded (its ``bag`` argument a bag of the ``bags`` fixture)."""
     name, arguments, graph = CASES[case]
-    nodes = Loaded(name, **arguments).nodes()
+    arguments = {k: bags.get(v, v) if k == "bag" else v for k, v in arguments.items()}
+    return Loaded(name, **arguments), graph
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_launch_file_starts_the_graph_nodes(case: str, bags: dict[str, str]) -> None:
+    """The launch file starts exactly the graph's nodes, by name and namespace, as lifecycle nodes or not."""
+    loaded, graph = _load(case, bags)
+    nodes = loaded.nodes()
     assert sorted(nodes) == sorted(n.name for n in graph)
     for node in graph:
         action = nodes[node.name]
@@ -253,21 +323,21 @@ def test_the_launch_file_starts_the_graph_nodes(case: str) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_each_node_gets_its_parameter_file_then_the_graph_overrides(case: str) -> None:
+def test_each_node_gets_its_parameter_file_then_the_graph_overrides(case: str,
+                                                                    bags: dict[str, str]) -> None:
     """Each process gets the package's parameter file, then the graph's overrides, with their types."""
-    name, arguments, graph = CASES[case]
-    loaded = Loaded(name, **arguments)
+    loaded, graph = _load(case, bags)
     nodes = loaded.nodes()
     for node in graph:
-        assert _started(nodes[node.name], loaded.context)["parameters"] == \
-            _expected(node)["parameters"], node.name
+        started = _started(nodes[node.name], loaded.context)
+        assert started["files"] == [str(node.spec.parameter_path()), "<overrides>"], node.name
+        assert started["parameters"] == _expected(node)["parameters"], node.name
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_each_node_gets_the_graph_remappings(case: str) -> None:
+def test_each_node_gets_the_graph_remappings(case: str, bags: dict[str, str]) -> None:
     """Each process gets the graph's remappings, and no other."""
-    name, arguments, graph = CASES[case]
-    loaded = Loaded(name, **arguments)
+    loaded, graph = _load(case, bags)
     nodes = loaded.nodes()
     for node in graph:
         assert _started(nodes[node.name], loaded.context)["remappings"] == \
@@ -418,31 +488,53 @@ def _exited(loaded: Loaded, returncode: int) -> list[Any]:
     return added
 
 
-def test_replay_starts_only_the_wait_for_the_estimator_with_it() -> None:
+def test_replay_starts_only_the_wait_for_the_estimator_with_it(bags: dict[str, str]) -> None:
     """At start the replay runs the estimator and ``wait-for`` its subscriptions, not the player."""
-    loaded = Loaded("replay.launch.py", bag="/data/bag", robot_state_publisher="false")
+    loaded = Loaded("replay.launch.py", bag=bags["with_clock"], robot_state_publisher="false")
     commands = _commands(loaded, loaded.entities)
     assert len(commands) == 1
     assert commands[0][1:] == ["wait-for", "/joint_states", "/left_foot/ft", "/right_foot/ft",
                                "--node", "/zmp_estimator", "--timeout", "30.0", "--robot-dds"]
 
 
-@pytest.mark.parametrize(("player", "command"), [
-    ("ros2", ["ros2", "bag", "play", "/data/bag", "--clock", "--rate", "0.5", "--delay", "1.0"]),
-    ("humanoid_balance", ["replay", "/data/bag", "--rate", "0.5", "--delay", "1.0", "--robot-dds"]),
+@pytest.mark.parametrize(("player", "bag", "command"), [
+    ("ros2", "without_clock",
+     ["ros2", "bag", "play", "BAG", "--clock", "--rate", "0.5", "--delay", "1.0"]),
+    ("ros2", "with_clock", ["ros2", "bag", "play", "BAG", "--rate", "0.5", "--delay", "1.0"]),
+    ("humanoid_balance", "with_clock",
+     ["replay", "BAG", "--rate", "0.5", "--delay", "1.0", "--robot-dds"]),
+    ("humanoid_balance", "without_clock",
+     ["replay", "BAG", "--rate", "0.5", "--delay", "1.0", "--robot-dds"]),
 ])
-def test_replay_starts_the_player_when_the_estimator_subscribed(player: str,
-                                                                command: list[str]) -> None:
-    """wait-for exiting 0 starts the bag player (ros2 bag play, or humanoid-balance replay)."""
-    loaded = Loaded("replay.launch.py", bag="/data/bag", rate="0.5", player=player,
+def test_replay_starts_the_player_when_the_estimator_subscribed(
+        player: str, bag: str, command: list[str], bags: dict[str, str]) -> None:
+    """wait-for exiting 0 starts the bag player with one /clock: ``ros2 bag play --clock`` only
+    for a bag without /clock (a bag's own /clock plays as recorded); ``humanoid-balance
+    replay`` chooses by itself (``--clock auto``)."""
+    loaded = Loaded("replay.launch.py", bag=bags[bag], rate="0.5", player=player,
                     robot_state_publisher="false")
     commands = _commands(loaded, _exited(loaded, 0))
-    assert len(commands) == 1 and commands[0][-len(command):] == command
+    expected = [bags[bag] if part == "BAG" else part for part in command]
+    assert len(commands) == 1 and commands[0][-len(expected):] == expected
+    if player == "ros2":
+        assert commands[0] == expected
 
 
-def test_replay_stops_without_playing_when_the_estimator_never_subscribed() -> None:
+@pytest.mark.parametrize("bag", ["/nonexistent/bag", "EMPTY"])
+def test_replay_refuses_a_bag_it_cannot_read_before_starting_anything(
+        bag: str, tmp_path: Path) -> None:
+    """A missing bag directory, or one without metadata.yaml, stops the launch with the reason."""
+    path = str(tmp_path) if bag == "EMPTY" else bag
+    with pytest.raises(ConfigurationError) as info:
+        Loaded("replay.launch.py", bag=path, robot_state_publisher="false")
+    assert ("is not a directory" if bag != "EMPTY" else "metadata.yaml cannot be read") in \
+        str(info.value)
+
+
+def test_replay_stops_without_playing_when_the_estimator_never_subscribed(
+        bags: dict[str, str]) -> None:
     """wait-for timing out shuts the launch down and plays nothing."""
-    loaded = Loaded("replay.launch.py", bag="/data/bag", robot_state_publisher="false")
+    loaded = Loaded("replay.launch.py", bag=bags["with_clock"], robot_state_publisher="false")
     added = _exited(loaded, 3)
     assert _commands(loaded, added) == []
     assert any(isinstance(e, EmitEvent) and isinstance(e.event, Shutdown) for e in added)
@@ -494,3 +586,192 @@ def test_the_readme_lists_each_launch_argument_with_its_default() -> None:
             assert previous[0] == text, argument.name  # one default in all the files
             listed[argument.name] = (text, previous[1] | {name})
     assert table == listed
+
+
+# --- params_file ---------------------------------------------------------------------------------
+
+TEAM_FILE = """\
+/**/zmp_estimator:
+  ros__parameters:
+    contact_threshold: 35.0
+    sensor_type: fsr
+/robot1/arm_balance:
+  ros__parameters:
+    rate: 250.0
+"""
+
+
+@pytest.mark.parametrize("name", ["bringup.launch.py", "sim.launch.py", "replay.launch.py"])
+def test_params_file_goes_to_each_node_after_the_package_file(name: str, tmp_path: Path,
+                                                              bags: dict[str, str]) -> None:
+    """params_file: each node gets the package's file, the team's, then the graph's overrides;
+    the team's value of a parameter the graph does not set arrives."""
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM_FILE)
+    arguments = {"params_file": str(team), "robot_state_publisher": "false"}
+    if name == "replay.launch.py":
+        arguments["bag"] = bags["with_clock"]
+    loaded = Loaded(name, **arguments)
+    started = {n: _started(action, loaded.context) for n, action in loaded.nodes().items()}
+    for node_name, process in started.items():
+        assert process["files"] == [str(next(n for n in _every_node() if n.name == node_name)
+                                        .spec.parameter_path()), str(team), "<overrides>"]
+    assert started["zmp_estimator"]["parameters"]["contact_threshold"] == 35.0
+
+
+def _every_node() -> list[GraphNode]:
+    """One node of every kind, for its package file."""
+    return robot_graph(identification=True) + sim_graph()[:1]
+
+
+def test_params_file_keyed_by_namespace_reaches_only_that_namespace(tmp_path: Path) -> None:
+    """A /robot1/arm_balance section reaches arm_balance under namespace:=robot1, not without."""
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM_FILE)
+    for namespace, rate in (("robot1", 250.0), ("", 500.0)):
+        loaded = Loaded("bringup.launch.py", params_file=str(team), namespace=namespace,
+                        robot_state_publisher="false")
+        started = _started(loaded.nodes()["arm_balance"], loaded.context)
+        assert started["parameters"]["rate"] == rate, namespace
+
+
+def test_a_params_file_value_the_launch_overrides_is_a_warning(
+        tmp_path: Path, params_file_log: _Records) -> None:
+    """sensor_type in the file, sensor_type:=ft (default) on the launch: ft is used, and a
+    warning names the file's value and the launch argument."""
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM_FILE)
+    loaded = Loaded("bringup.launch.py", params_file=str(team), robot_state_publisher="false")
+    assert _started(loaded.nodes()["zmp_estimator"], loaded.context)["parameters"][
+        "sensor_type"] == "ft"
+    warnings = [r.getMessage() for r in params_file_log.records if r.levelno == logging.WARNING]
+    assert f"params_file {team} sets sensor_type: 'fsr' for /zmp_estimator; the launch argument " \
+        "sensor_type sets it to 'ft', which is used" in warnings
+    assert f"params_file {team}: /robot1/arm_balance apply to no node of this launch " \
+        "(/zmp_estimator, /arm_balance, /waist_controller): not used" in warnings
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("/**/waist_controller:\n  ros__parameters:\n    kp: 13\n",
+     "/**/waist_controller: waist_controller: kp: 13 is read as int, the node declares float (it "
+     "would refuse to start); write 13.0"),
+    ("/**/waist_controller:\n  ros__parameters:\n    current_limt: 5.0\n",
+     "/**/waist_controller: waist_controller has no parameter 'current_limt': the node would "
+     "ignore it"),
+    ("/**/zmp_estimator:\n  ros__parameters:\n    contact_threshold: -1.0\n",
+     "/**/zmp_estimator: zmp_estimator: contact_threshold=-1.0: must be > 0 N"),
+])
+def test_a_params_file_that_would_not_work_stops_the_launch(content: str, message: str,
+                                                            tmp_path: Path) -> None:
+    """A float written as an integer, a misspelt name, a value out of range: the launch stops
+    before any node starts, naming the section and the fix."""
+    team = tmp_path / "team.yaml"
+    team.write_text(content)
+    with pytest.raises(ConfigurationError) as info:
+        Loaded("bringup.launch.py", params_file=str(team), robot_state_publisher="false")
+    assert str(info.value) == f"params_file {team} would not work:\n  {message}"
+
+
+@pytest.mark.parametrize(("content", "start"), [
+    (None, "parameter file {team!r} cannot be read"),
+    ("zmp_estimator: [1, 2]\n", "{team}: zmp_estimator: expected a mapping with ros__parameters"),
+    ("/**/zmp_estimatr:\n  ros__parameters:\n    gravity: 1.635\n",
+     "params_file {team}: no section applies to a node of this launch"),
+])
+def test_a_params_file_that_is_no_parameter_file_stops_the_launch(content: str | None, start: str,
+                                                                  tmp_path: Path) -> None:
+    """A missing file, a YAML that is no parameter file, or one for no node of the launch."""
+    team = tmp_path / "team.yaml"
+    if content is not None:
+        team.write_text(content)
+    with pytest.raises(ConfigurationError) as info:
+        Loaded("sim.launch.py", params_file=str(team), robot_state_publisher="false")
+    assert str(info.value).startswith(start.format(team=str(team)))
+
+
+# --- namespaces ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bringup.launch.py", "sim.launch.py"])
+def test_a_namespace_moves_every_topic_of_every_node_into_it(name: str) -> None:
+    """namespace:=robot1: each node runs in /robot1, and each of the package's absolute names
+    (topics, services, /clock, /tf) is remapped to /robot1/<name>; no remapping leaves it."""
+    loaded = Loaded(name, namespace="robot1", robot_state_publisher="false")
+    for node_name, action in loaded.nodes().items():
+        assert action.node_name == f"/robot1/{node_name}"
+        remappings = _started(action, loaded.context)["remappings"]
+        assert all(target.startswith("/robot1/") for _, target in remappings), node_name
+        assert set(ROBOT_NAMES) <= {source for source, _ in remappings}, node_name
+
+
+def test_without_a_namespace_the_topics_stay_where_they_are() -> None:
+    """No namespace: no node gets a remapping the graph does not need."""
+    loaded = Loaded("sim.launch.py", robot_state_publisher="false")
+    remapped = {n: _started(a, loaded.context)["remappings"] for n, a in loaded.nodes().items()}
+    assert remapped == {"mujoco_sim": [], "zmp_estimator": [], "arm_balance": [],
+                        "waist_controller": [("/joint_states", SIM_WAIST_JOINT_STATES)]}
+
+
+@pytest.mark.parametrize("name", ["bringup.launch.py", "sim.launch.py"])
+def test_robot_state_publisher_and_rviz_follow_the_namespace(name: str) -> None:
+    """namespace:=robot1 rviz:=true: robot_state_publisher runs in /robot1 (robot_description
+    /robot1/robot_description) reading /robot1/joint_states; it and rviz have TF and /clock
+    under /robot1; rviz's file shows /robot1's topics."""
+    loaded = Loaded(name, namespace="robot1", rviz="true")
+    publisher = next(a for a in loaded.of_type(Node) if a.node_package == "robot_state_publisher")
+    viewer = next(a for a in loaded.of_type(Node) if a.node_package == "rviz2")
+    for action in (publisher, viewer):
+        action._perform_substitutions(loaded.context)
+    assert publisher.node_name.startswith("/robot1/")
+    moved = {("/tf", "/robot1/tf"), ("/tf_static", "/robot1/tf_static"), ("/clock", "/robot1/clock")}
+    assert set(_started(publisher, loaded.context)["remappings"]) == \
+        moved | {("joint_states", "/robot1/joint_states")}
+    assert set(_started(viewer, loaded.context)["remappings"]) == moved
+    command = [_text(part, loaded.context) for part in viewer.cmd]
+    config = Path(command[command.index("-d") + 1])
+    try:
+        assert config.read_text() == rviz_config("robot1")
+    finally:
+        config.unlink()
+    topics = [line.split("Value:")[1].strip() for line in rviz_config("robot1").splitlines()
+              if "Value: /" in line]
+    assert "/robot1/robot_description" in topics and all(t.startswith("/robot1/") for t in topics)
+
+
+def test_rviz_without_a_namespace_opens_the_package_file() -> None:
+    """No namespace: rviz opens config/balance.rviz itself, with no remapping."""
+    loaded = Loaded("sim.launch.py", rviz="true", robot_state_publisher="false")
+    viewer = loaded.of_type(Node)[-1]
+    viewer._perform_substitutions(loaded.context)
+    command = [_text(part, loaded.context) for part in viewer.cmd]
+    assert command[command.index("-d") + 1] == str(REPO / "config" / "balance.rviz")
+    assert _started(viewer, loaded.context)["remappings"] == []
+
+
+# --- what the launch files import ----------------------------------------------------------------
+
+HEAVY = ("pinocchio", "mujoco", "numba")
+
+
+@pytest.mark.parametrize("name", ["bringup.launch.py", "sim.launch.py", "replay.launch.py"])
+def test_show_args_imports_no_physics(name: str) -> None:
+    """``ros2 launch humanoid_balance NAME --show-args`` (importing the launch file and calling
+    generate_launch_description(), in a fresh process) imports neither pinocchio, MuJoCo nor
+    numba: listing the arguments should not load a physics engine."""
+    script = f"""
+import sys
+try:
+    from ros2launch.api import print_arguments_of_launch_file  # what --show-args runs
+except ImportError:
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+    def print_arguments_of_launch_file(*, launch_file_path):
+        description = get_launch_description_from_python_launch_file(launch_file_path)
+        print([a.name for a in description.get_launch_arguments()])
+print_arguments_of_launch_file(launch_file_path={str(REPO / 'launch' / name)!r})
+print('HEAVY', sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "params_file" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "HEAVY []", result.stdout[-2000:]

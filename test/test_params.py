@@ -17,6 +17,7 @@ import yaml
 from humanoid_balance.graph import NODES
 from humanoid_balance.params import SPEC_NODES, Param, ParamSpec, spec_for
 from humanoid_balance.params.__main__ import expected_files
+from humanoid_balance.params.files import node_key
 
 
 def test_every_node_has_a_spec() -> None:
@@ -27,7 +28,7 @@ def test_every_node_has_a_spec() -> None:
 def test_yaml_holds_the_spec_defaults(node: str, repo_root) -> None:
     spec = spec_for(node)
     path = repo_root / "config" / NODES[node].parameter_file
-    tree = yaml.safe_load(path.read_text())[node]["ros__parameters"]
+    tree = yaml.safe_load(path.read_text())[node_key(node)]["ros__parameters"]
 
     def flat(prefix: str, mapping: dict) -> dict:
         out = {}
@@ -41,6 +42,19 @@ def test_yaml_holds_the_spec_defaults(node: str, repo_root) -> None:
     for name, value in values.items():
         default = spec[name].default
         assert spec[name].coerce(value) == default, f"{name}: {value!r} in the YAML, {default!r} in the spec"
+
+
+@pytest.mark.parametrize("node", SPEC_NODES)
+def test_yaml_is_keyed_for_any_namespace_and_says_it_is_the_defaults_to_copy(node: str,
+                                                                          repo_root) -> None:
+    """config/<node>.yaml has one section, /**/<node> (any namespace), and its header says it
+    holds the package's defaults, which a team copies and passes as params_file."""
+    text = (repo_root / "config" / NODES[node].parameter_file).read_text()
+    assert list(yaml.safe_load(text)) == [f"/**/{node}"]
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    assert f"The package's defaults for {node}." in header
+    assert "params_file:=" in header
+    assert "Generated" not in header and "edit the spec, not this file" not in header
 
 
 def test_generated_files_are_current() -> None:

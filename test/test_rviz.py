@@ -94,7 +94,7 @@ def _frame_of(topic: str) -> str:
     node = node_publishers()[topic][0]
     if node == "zmp_estimator":
         with open(config_path(NODES[node].parameter_file)) as stream:
-            parameters = yaml.safe_load(stream)[node]["ros__parameters"]
+            parameters = yaml.safe_load(stream)[f"/**/{node}"]["ros__parameters"]
         return str(parameters["world_frame_id"])
     if topic == "/arm_balance/model_zmp":
         source = (REPO / "humanoid_balance" / "nodes" / "arm_balance.py").read_text()

@@ -422,7 +422,7 @@ def _sim_period_ns(node: GraphNode) -> int:
     import yaml
 
     with open(node.spec.parameter_path()) as stream:
-        values = dict(yaml.safe_load(stream)[node.name]["ros__parameters"])
+        values = dict(yaml.safe_load(stream)[f"/**/{node.name}"]["ros__parameters"])
     values.update(node.parameters)
     timestep = float(values.get("timestep", 0.001))
     rate = float(values.get("publish_rate", 1000.0))

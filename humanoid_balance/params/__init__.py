@@ -36,6 +36,19 @@ READ_AT_CONFIGURE = "is read at configure: deactivate, clean up and configure ag
 
 _KINDS = ("bool", "int", "float", "str", "bool[]", "int[]", "float[]", "str[]")
 
+#: what every config/*.yaml says after its node's own header: the file holds the package's
+#: defaults, which a team copies into its own file and passes as ``params_file:=`` (the launch
+#: files apply that over these). ``/**/<node>`` takes the node in any namespace.
+TEAM_FILE_NOTE = """\
+The package's defaults for {node}. To change some, copy the lines you change (under
+the same two keys) into a file of your own and pass it to the launch file:
+  ros2 launch humanoid_balance bringup.launch.py params_file:=/path/to/team.yaml
+It is applied over this file, which each node also gets. /**/{node} applies to
+the node in any namespace; /robot1/{node} to the one in namespace robot1 only.
+Floats need a decimal point (13.0, not 13). Every parameter, its unit and range:
+docs/INTERFACES.md. (Maintainers: these values are the spec's,
+humanoid_balance/params/{node}.py; test/test_params.py checks that they agree.)"""
+
 
 def _kind_of(default: Any) -> str:
     """The ROS parameter type a default stands for."""
@@ -265,9 +278,8 @@ class ParamSpec:
         """``config/<file>.yaml``: the defaults with each parameter's unit, range and
         description as a comment."""
         lines = [f"# {line}".rstrip() for line in header.strip().splitlines()] if header else []
-        lines += [f"# Generated from humanoid_balance/params/{self.node}.py by "
-                  "`python -m humanoid_balance.params --write`; edit the spec, not this file.",
-                  f"{self.node}:", "  ros__parameters:"]
+        lines += [f"# {line}".rstrip() for line in TEAM_FILE_NOTE.format(node=self.node).splitlines()]
+        lines += [f"/**/{self.node}:", "  ros__parameters:"]
         written: set[tuple[str, ...]] = set()
         for p in self.params:
             *groups, leaf = p.name.split(".")
