@@ -14,14 +14,33 @@ encapsulation header of four bytes (``00 01``: plain CDR, little endian; then
 two option bytes), then the fields in order, each aligned to its size (8 for
 ``float64``) counted from the end of the encapsulation header; a string is a
 ``uint32`` length including its NUL, then its bytes and the NUL; a sequence a
-``uint32`` count, then its elements (no alignment for an empty one). Anything
-else (big endian, XCDR2) is refused with :class:`InvalidInputError`; callers
-then fall back to ``rclpy.serialization.deserialize_message``. Padding bytes
-are written as zeros (rclpy leaves whatever was in memory there: compare
+``uint32`` count, then its elements (no alignment for an empty one). Padding
+bytes are written as zeros (rclpy leaves whatever was in memory there: compare
 messages, not bytes).
 
+A reader either gives the values ``rclpy.serialization.deserialize_message``
+reads from the same bytes or raises :class:`InvalidInputError` (nothing else:
+no ``struct.error``, no ``UnicodeDecodeError``, no allocation from a length
+field; a count that cannot fit the bytes left is refused before any loop). It
+refuses some bytes that rclpy reads, on purpose:
+
+- another encapsulation than ``00 01`` (big endian, PL_CDR, XCDR2): rclpy
+  byte-swaps big endian and reads XCDR2 with its own alignment; callers may hand
+  these to rclpy (:func:`rclpy_may_read`);
+- a string without its NUL (rclpy keeps the last byte as a character), with a
+  NUL before its end (rclpy cuts it there) or not UTF-8 (rclpy puts U+FFFD in
+  place of the bad bytes);
+- content that runs into the padding the option bytes announce (their last two
+  bits, DDS-XTypes 1.3 7.6.3.1.2): rclpy honours that count when the length is a
+  multiple of 4 only.
+
+It accepts what rclpy accepts otherwise, bytes after the content included.
+``header_stamp_ns`` reads the stamp alone: it gives the stamp of bytes whose
+rest rclpy refuses.
+
 No rclpy here: ``test/test_cdr.py`` checks every reader and writer against
-``rclpy.serialization`` on random messages.
+``rclpy.serialization`` on random messages; ``test/test_cdr_fuzz.py`` and
+``tools/fuzz_cdr.py`` on mutated ones.
 """
 
 from __future__ import annotations
@@ -55,22 +74,49 @@ def _align(offset: int, size: int) -> int:
 
 
 def _check_encapsulation(data: bytes, what: str) -> None:
-    if data[:2] != ENCAPSULATION[:2]:
+    if data[:2] != ENCAPSULATION[:2] or len(data) < PAYLOAD_START:
         raise InvalidInputError(
             f"{what}: encapsulation {data[:4].hex(' ') or 'none'}, expected {ENCAPSULATION[:2].hex(' ')} "
-            "(plain CDR, little endian): deserialize it with rclpy instead")
+            "(plain CDR, little endian) and two option bytes: deserialize it with rclpy instead")
 
 
-def _string(data: bytes, offset: int) -> tuple[str, int]:
+def _check_end(data: bytes, end: int, what: str) -> None:
+    """Refuse a message whose content (up to byte ``end``) runs into the padding that its
+    encapsulation options announce (their last two bits: DDS-XTypes 1.3, 7.6.3.1.2)."""
+    padding = data[3] & 3
+    if padding and end > len(data) - padding:
+        raise InvalidInputError(
+            f"{what}: its content ends at byte {end}, in the last {padding} padding byte(s) of its "
+            f"{len(data)} that the options announce (header {data[:4].hex(' ')}): truncated")
+
+
+def _decode(data: bytes, start: int, length: int, what: str) -> str:
+    """The string whose ``length`` bytes (its NUL included) start at ``start``."""
+    end = start + length
+    if end > len(data):
+        raise InvalidInputError(f"{what}: a string of {length} bytes at offset {start} runs past "
+                                f"the message's {len(data)} bytes")
+    if not length:  # no NUL either: rclpy reads it as "" too
+        return ""
+    if data[end - 1]:
+        raise InvalidInputError(f"{what}: the string of {length} bytes at offset {start} is "
+                                "without its NUL terminator")
+    inner = data.find(b"\x00", start, end - 1)
+    if inner >= 0:
+        raise InvalidInputError(f"{what}: the string of {length} bytes at offset {start} has a "
+                                f"NUL at byte {inner} before its end")
+    try:
+        return data[start:end - 1].decode()
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{what}: the string at offset {start} is not UTF-8 "
+                                f"({error.reason} at its byte {error.start})") from None
+
+
+def _string(data: bytes, offset: int, what: str = "string") -> tuple[str, int]:
     """The string at ``offset`` (aligned to 4 here) and the offset after it."""
     offset = _align(offset, 4)
     (length,) = _UINT32.unpack_from(data, offset)
-    start = offset + 4
-    end = start + length
-    if end > len(data):
-        raise InvalidInputError(f"a string of {length} bytes at offset {start} runs past the "
-                                f"message's {len(data)} bytes")
-    return data[start:end - 1].decode() if length else "", end
+    return _decode(data, offset + 4, length, what), offset + 4 + length
 
 
 def _doubles(data: bytes, offset: int) -> tuple[np.ndarray, int]:
@@ -88,20 +134,49 @@ def _doubles(data: bytes, offset: int) -> tuple[np.ndarray, int]:
     return np.frombuffer(data, dtype="<f8", count=count, offset=offset), end
 
 
+def _count(data: bytes, offset: int, smallest: int, what: str) -> int:
+    """The sequence count at ``offset``, refused when that many elements of at least
+    ``smallest`` bytes each cannot fit the rest of the message."""
+    (count,) = _UINT32.unpack_from(data, offset)
+    room = len(data) - offset - 4
+    if count > room // smallest:
+        raise InvalidInputError(f"{what}: a count of {count} at offset {offset}, but {room} bytes "
+                                f"follow (at least {smallest} bytes each)")
+    return int(count)
+
+
 def _read_header(data: bytes, what: str) -> tuple[int, str, int]:
     """(stamp ns, frame_id, offset after the header) of a message that starts with a Header."""
     _check_encapsulation(data, what)
     sec, nanosec, length = _HEADER.unpack_from(data, PAYLOAD_START)
-    end = 16 + length
-    if end > len(data):
-        raise InvalidInputError(f"{what}: frame_id of {length} bytes runs past the message's "
-                                f"{len(data)} bytes")
-    frame_id = data[16:end - 1].decode() if length else ""
-    return sec * 1_000_000_000 + nanosec, frame_id, end
+    return sec * 1_000_000_000 + nanosec, _decode(data, 16, length, f"{what} frame_id"), 16 + length
+
+
+#: the encapsulation identifiers rclpy (Fast CDR) reads besides ``00 01``: CDR_BE, PL_CDR_BE and
+#: _LE, CDR2_BE and _LE, D_CDR2_BE and _LE, PL_CDR2_BE and _LE (it reads them all as plain CDR
+#: of the byte order of their last bit)
+OTHER_ENCAPSULATIONS_RCLPY_READS = frozenset(
+    bytes([0, kind]) for kind in (0x00, 0x02, 0x03, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B))
+
+
+def rclpy_may_read(data: bytes) -> bool:
+    """Whether bytes a reader here refused may go to ``rclpy.serialization.deserialize_message``.
+
+    Yes for an encapsulation the readers leave to rclpy (big endian, XCDR2: see
+    :data:`OTHER_ENCAPSULATIONS_RCLPY_READS`) with more than its 4 header bytes.
+    No for plain little-endian CDR: the reader's refusal stands (rclpy would read
+    some of those bytes as garbage, e.g. a ``Float64MultiArray`` whose dimension
+    count runs past the bytes comes out with values from the wrong offsets); and no
+    for 4 bytes whose options announce padding: rclpy reads past their end
+    (garbage values, at times a segmentation fault).
+    """
+    return len(data) > PAYLOAD_START and data[:2] in OTHER_ENCAPSULATIONS_RCLPY_READS
 
 
 def header_stamp_ns(data: bytes) -> int:
     """The header stamp [ns] of a serialized message whose first field is a ``std_msgs/Header``.
+
+    Only the stamp is read: bytes whose rest is malformed give their stamp all the same.
 
     Raises:
         InvalidInputError: not plain little-endian CDR, or shorter than a stamp.
@@ -111,6 +186,8 @@ def header_stamp_ns(data: bytes) -> int:
         sec, nanosec = _STAMP.unpack_from(data, PAYLOAD_START)
     except struct.error as error:
         raise InvalidInputError(f"header stamp: {len(data)} bytes, too short ({error})") from error
+    if data[3] & 3:  # options that announce padding at the end
+        _check_end(data, PAYLOAD_START + _STAMP.size, "header stamp")
     return sec * 1_000_000_000 + nanosec
 
 
@@ -132,13 +209,17 @@ def read_wrench_stamped(data: bytes) -> StampedWrench:
     """A serialized ``geometry_msgs/WrenchStamped``.
 
     Raises:
-        InvalidInputError: not plain little-endian CDR, or truncated.
+        InvalidInputError: not plain little-endian CDR, truncated, or a frame_id that is not
+            a NUL-terminated UTF-8 string.
     """
     try:
         stamp, frame_id, offset = _read_header(data, "WrenchStamped")
-        values = _WRENCH.unpack_from(data, _align(offset, 8))
-    except (struct.error, UnicodeDecodeError) as error:
+        offset = _align(offset, 8)
+        values = _WRENCH.unpack_from(data, offset)
+    except struct.error as error:
         raise InvalidInputError(f"WrenchStamped of {len(data)} bytes: {error}") from error
+    if data[3] & 3:  # options that announce padding at the end
+        _check_end(data, offset + _WRENCH.size, "WrenchStamped")
     return StampedWrench(stamp, frame_id, values)  # type: ignore[arg-type]
 
 
@@ -191,7 +272,8 @@ class JointStateReader:
         """The message's fields.
 
         Raises:
-            InvalidInputError: not plain little-endian CDR, or truncated.
+            InvalidInputError: not plain little-endian CDR, truncated, or a frame_id or a name
+                that is not a NUL-terminated UTF-8 string.
         """
         try:
             stamp, frame_id, offset = _read_header(data, "JointState")
@@ -207,6 +289,8 @@ class JointStateReader:
                         = arrays
                     if unpack(data, p_at)[0] == p_count and unpack(data, v_at)[0] == v_count \
                             and unpack(data, e_at)[0] == e_count:
+                        if data[3] & 3:  # options that announce padding at the end
+                            _check_end(data, e_start + 8 * e_count, "JointState")
                         # (three calls written out: a generator costs more than a read)
                         return JointStateSample(
                             stamp, frame_id, names,
@@ -214,12 +298,12 @@ class JointStateReader:
                             np.frombuffer(data, "<f8", v_count, v_start) if v_count else _EMPTY,
                             np.frombuffer(data, "<f8", e_count, e_start) if e_count else _EMPTY)
             else:
-                (count,) = _UINT32.unpack_from(data, start)
+                count = _count(data, start, 4, "JointState names")  # each has its length
                 offset = start + 4
                 decoded = []
                 significant = [(start, offset)]  # the count, then each string, not the padding
                 for _ in range(count):
-                    name, end = _string(data, offset)
+                    name, end = _string(data, offset, "JointState name")
                     significant.append((_align(offset, 4), end))  # length, characters
                     decoded.append(name)
                     offset = end
@@ -239,8 +323,10 @@ class JointStateReader:
                 array, offset = _doubles(data, offset)
                 layout.append((at, len(array), offset - 8 * len(array)))
                 values.append(array)
+            if data[3] & 3:  # options that announce padding at the end
+                _check_end(data, offset, "JointState")
             self._layout = (len(data), names_end, tuple(layout))
-        except (struct.error, UnicodeDecodeError, ValueError) as error:
+        except (struct.error, ValueError) as error:
             if isinstance(error, InvalidInputError):
                 raise
             raise InvalidInputError(f"JointState of {len(data)} bytes: {error}") from error
@@ -262,19 +348,23 @@ def read_float64_multi_array(data: bytes) -> np.ndarray:
     """The ``data`` of a serialized ``std_msgs/Float64MultiArray`` (a read-only view).
 
     Raises:
-        InvalidInputError: not plain little-endian CDR, or truncated.
+        InvalidInputError: not plain little-endian CDR, truncated, or a dimension label that
+            is not a NUL-terminated UTF-8 string.
     """
     _check_encapsulation(data, "Float64MultiArray")
     try:
-        (dims,) = _UINT32.unpack_from(data, PAYLOAD_START)
+        # label (its length at least), size, stride: 12 bytes a dimension at least
+        dims = _count(data, PAYLOAD_START, 12, "Float64MultiArray dimensions")
         offset = PAYLOAD_START + 4
-        for _ in range(dims):  # label, size, stride
-            _, offset = _string(data, offset)
+        for _ in range(dims):
+            _, offset = _string(data, offset, "Float64MultiArray label")
             offset = _align(offset, 4) + 8
         offset = _align(offset, 4) + 4  # data_offset
-        values, _ = _doubles(data, offset)
-    except (struct.error, UnicodeDecodeError) as error:
+        values, end = _doubles(data, offset)
+    except struct.error as error:
         raise InvalidInputError(f"Float64MultiArray of {len(data)} bytes: {error}") from error
+    if data[3] & 3:  # options that announce padding at the end
+        _check_end(data, end, "Float64MultiArray")
     return values
 
 
@@ -426,6 +516,8 @@ def read_float64(data: bytes) -> float:
     _check_encapsulation(data, "Float64")
     if len(data) < PAYLOAD_START + _DOUBLE.size:
         raise InvalidInputError(f"Float64 of {len(data)} bytes: too short for its value")
+    if data[3] & 3:  # options that announce padding at the end
+        _check_end(data, PAYLOAD_START + _DOUBLE.size, "Float64")
     return float(_DOUBLE.unpack_from(data, PAYLOAD_START)[0])
 
 

@@ -367,8 +367,8 @@ class LifecycleSequence:
         """``configuring -> unconfigured`` (or an error): reported once; the nodes after it wait."""
         self.logger.error(
             f"{full_name(node)}: configure FAILED (its log above says why), now {goal}; it is "
-            f"not activated{self._blocked(node.name)}. Fix the cause, then: ros2 lifecycle set "
-            f"{full_name(node)} configure && ros2 lifecycle set {full_name(node)} activate")
+            f"not activated{self._blocked(node.name)}. Fix the cause, then: "
+            f"{_configure_then_activate(full_name(node))}")
         return []
 
     def on_active(self, node: GraphNode, goal: str = "active") -> list[Any]:
@@ -383,8 +383,7 @@ class LifecycleSequence:
         if goal == "inactive":
             todo = f"ros2 lifecycle set {full_name(node)} activate"
         else:  # an exception in on_activate: error processing, then unconfigured (or finalized)
-            todo = (f"ros2 lifecycle set {full_name(node)} configure && ros2 lifecycle set "
-                    f"{full_name(node)} activate")
+            todo = _configure_then_activate(full_name(node))
         self.logger.error(
             f"{full_name(node)}: activation FAILED (its log above says why), now {goal} with its "
             f"motors off; the launch does not retry{self._blocked(node.name)}. Fix the cause "
@@ -417,3 +416,11 @@ def graph_entities(nodes: Sequence[GraphNode], activate: Iterable[str],
     sequence = LifecycleSequence([(node, lifecycle_node_action(node)) for node in managed],
                                  activate, logger=logger)
     return [*plain, *sequence.entities()]
+
+
+def _configure_then_activate(name: str) -> str:
+    """The operator's command line: configure, and activate only once it is configured
+    (``ros2 lifecycle set`` exits 0 after "Transitioning failed", so ``&&`` alone would not
+    stop there)."""
+    return (f"ros2 lifecycle set {name} configure && ros2 lifecycle get {name} | grep -q "
+            f"'^inactive' && ros2 lifecycle set {name} activate")

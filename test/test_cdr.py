@@ -487,3 +487,175 @@ def test_joint_state_command_writer_refuses_arrays_of_another_length() -> None:
     """Positions or velocities without one value per name are refused, with the counts."""
     with pytest.raises(InvalidInputError, match="1 positions and 2 velocities for 2 names"):
         cdr.JointStateCommandWriter(["a", "b"]).write(0, [1.0], [2.0, 3.0])
+
+
+# --- malformed bytes (issue 35: tools/fuzz_cdr.py found these) ----------------------------------
+
+def _wrench_bytes(frame_id: str = "abc") -> bytes:
+    from geometry_msgs.msg import WrenchStamped
+
+    msg = WrenchStamped()
+    msg.header.frame_id = frame_id
+    msg.wrench.force.x = 1.5
+    return bytes(serialize_message(msg))
+
+
+def _string_cases() -> list[tuple[Any, bytes, int, str]]:
+    """(reader, bytes, where the string's characters start, its text) for a frame_id, a joint
+    name and a dimension label."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+    multi = Float64MultiArray(data=[2.0])
+    multi.layout.dim = [MultiArrayDimension(label="abc", size=1, stride=1)]
+    # WrenchStamped: frame_id at 16; JointState with frame "": its name count at 20, "abc" at
+    # 28; Float64MultiArray: label length at 8, "abc" at 12
+    return [(cdr.read_wrench_stamped, _wrench_bytes(), 16, "abc"),
+            (cdr.JointStateReader().read,
+             bytes(serialize_message(JointState(name=["abc"], position=[1.0]))), 28, "abc"),
+            (cdr.read_float64_multi_array, bytes(serialize_message(multi)), 12, "abc")]
+
+
+def test_a_string_without_its_nul_is_refused() -> None:
+    """A frame_id, name or label whose last byte is not NUL is refused; rclpy reads it as a
+    string one character longer (the reader used to drop that character and accept)."""
+    from geometry_msgs.msg import WrenchStamped
+
+    for read, data, start, text in _string_cases():
+        broken = bytearray(data)
+        broken[start + len(text)] = ord("x")
+        with pytest.raises(InvalidInputError, match=r"string of 4 bytes at offset .* without its NUL"):
+            read(bytes(broken))
+    broken = bytearray(_wrench_bytes())
+    broken[19] = ord("x")
+    assert deserialize_message(bytes(broken), WrenchStamped).header.frame_id == "abcx"
+
+
+def test_a_string_with_a_nul_inside_is_refused() -> None:
+    """A string with a NUL before its end is refused, naming the byte; rclpy cuts it at that NUL
+    (the reader used to keep the NUL and what follows it)."""
+    from geometry_msgs.msg import WrenchStamped
+
+    for read, data, start, _ in _string_cases():
+        broken = bytearray(data)
+        broken[start + 1] = 0
+        with pytest.raises(InvalidInputError, match=f"has a NUL at byte {start + 1} before its end"):
+            read(bytes(broken))
+    broken = bytearray(_wrench_bytes())
+    broken[17] = 0
+    assert deserialize_message(bytes(broken), WrenchStamped).header.frame_id == "a"
+
+
+def test_a_string_that_is_not_utf8_is_refused_as_invalid_input() -> None:
+    """Bytes that are not UTF-8 in a string are refused with InvalidInputError saying so (rclpy
+    puts U+FFFD in their place); no UnicodeDecodeError comes out."""
+    for read, data, start, _ in _string_cases():
+        for bad in (b"\xff", b"\xc3", b"\x80"):
+            broken = bytearray(data)
+            broken[start + 1:start + 2] = bad
+            with pytest.raises(InvalidInputError, match="is not UTF-8"):
+                read(bytes(broken))
+
+
+def test_an_empty_string_without_nul_reads_as_rclpy_reads_it() -> None:
+    """A string of length 0 (no NUL at all) is "" for the readers as for rclpy."""
+    from geometry_msgs.msg import WrenchStamped
+
+    data = bytearray(_wrench_bytes(""))  # length 1 at 12, NUL at 16, padding, doubles at 20
+    data[12:16] = b"\x00\x00\x00\x00"
+    assert cdr.read_wrench_stamped(bytes(data)).frame_id == ""
+    assert deserialize_message(bytes(data), WrenchStamped).header.frame_id == ""
+
+
+def test_content_in_the_padding_the_options_announce_is_refused() -> None:
+    """The last two bits of the option bytes count padding bytes at the end (DDS-XTypes 1.3
+    7.6.3.1.2): a message whose content runs into them is refused, as rclpy refuses it (the
+    readers used to ignore them), by the JointState reader's cached layout too; padding after
+    the content is read."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
+
+    value = cdr.float64_message(2.5)
+    for padding in (1, 2, 3):
+        announced = value[:3] + bytes([padding]) + value[4:]
+        with pytest.raises(InvalidInputError, match=f"in the last {padding} padding byte"):
+            cdr.read_float64(announced)
+        with pytest.raises(RuntimeError):
+            deserialize_message(announced, Float64)
+        padded = announced + bytes(4)  # 16 bytes, the value's 12 before the padding
+        assert cdr.read_float64(padded) == deserialize_message(padded, Float64).data == 2.5
+    reader = cdr.JointStateReader()
+    data = bytes(serialize_message(JointState(name=["a", "b"], position=[1.0, 2.0])))
+    end = 4 + 8 + 4 + 4 + 4 + 6 + 2 + 6 + 2 + 4 + 16 + 4 + 4  # up to the empty effort's count
+    exact = data[:end]
+    reader.read(exact)
+    reader.read(exact)  # the layout is cached now
+    with pytest.raises(InvalidInputError, match="padding"):
+        reader.read(exact[:3] + b"\x02" + exact[4:])
+    with pytest.raises(InvalidInputError, match="padding"):
+        cdr.JointStateReader().read(exact[:3] + b"\x02" + exact[4:])
+    for read, message in ((cdr.read_wrench_stamped, _wrench_bytes()),
+                          (cdr.read_float64_multi_array, cdr.float64_multi_array_message([1.0]))):
+        with pytest.raises(InvalidInputError, match="padding"):
+            read(message[:3] + b"\x01" + message[4:])
+
+
+def test_counts_that_cannot_fit_are_refused_before_any_loop() -> None:
+    """A name or dimension count that the bytes left cannot hold (2^31, 2^32 - 1, ...) is
+    refused at once, saying how many bytes follow."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    names = bytearray(serialize_message(JointState(name=["a"])))
+    dims = bytearray(serialize_message(Float64MultiArray(data=[1.0])))
+    for count in (2**31, 2**32 - 1, 10**6):
+        names[20:24] = count.to_bytes(4, "little")
+        with pytest.raises(InvalidInputError, match=f"JointState names: a count of {count} at offset 20"):
+            cdr.JointStateReader().read(bytes(names))
+        dims[4:8] = count.to_bytes(4, "little")
+        with pytest.raises(InvalidInputError,
+                           match=f"Float64MultiArray dimensions: a count of {count} at offset 4"):
+            cdr.read_float64_multi_array(bytes(dims))
+
+
+def test_shorter_than_the_encapsulation_header_is_refused() -> None:
+    """Bytes of ``00 01`` and less than the 4 header bytes are refused with InvalidInputError by
+    every reader."""
+    for data in (b"", b"\x00", b"\x00\x01", b"\x00\x01\x00"):
+        for read in (cdr.read_wrench_stamped, cdr.JointStateReader().read, cdr.read_float64,
+                     cdr.read_float64_multi_array, cdr.header_stamp_ns):
+            with pytest.raises(InvalidInputError):
+                read(data)
+
+
+def test_rclpy_reads_past_four_bytes_that_announce_padding() -> None:
+    """rclpy takes ``00 01 00 01`` (4 bytes, one padding byte announced) for a Float64 read from
+    the memory after them (or dies of it), where the readers refuse it: why the fuzzing never
+    gives rclpy such bytes in its own process, and why rclpy_may_read says no to them. This
+    fails once rclpy refuses them: the guard can go then."""
+    import signal
+    import subprocess
+    import sys
+
+    code = ("from rclpy.serialization import deserialize_message\n"
+            "from std_msgs.msg import Float64\n"
+            "deserialize_message(b'\\x00\\x01\\x00\\x01', Float64)\n"
+            "print('read')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == -signal.SIGSEGV or result.stdout.strip() == "read", result.stderr
+    with pytest.raises(InvalidInputError):
+        cdr.read_float64(b"\x00\x01\x00\x01")
+
+
+def test_rclpy_may_read_what_the_readers_leave_to_it_only() -> None:
+    """Big-endian and XCDR2 bytes may go to rclpy (it reads them), plain little-endian bytes a
+    reader refused may not (its refusal stands), nor 4 bytes of any encapsulation."""
+    from std_msgs.msg import Float64
+
+    big = b"\x00\x00\x00\x00" + struct.pack(">d", 2.5)
+    assert cdr.rclpy_may_read(big) and deserialize_message(big, Float64).data == 2.5
+    assert cdr.rclpy_may_read(b"\x00\x07\x00\x00" + struct.pack("<d", 2.5))
+    assert not cdr.rclpy_may_read(cdr.float64_message(2.5)[:11])
+    for header in (b"\x00\x00\x00\x03", b"\x00\x01\x00\x01", b"\x00\x07\x00\x02"):
+        assert not cdr.rclpy_may_read(header)
+    assert not cdr.rclpy_may_read(b"\x01\x01\x00\x00" + bytes(8))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -55,6 +56,64 @@ def test_every_ros_package_imported_is_an_exec_depend() -> None:
                 imported.add(name)
     missing = sorted(imported - depends)
     assert not missing, f"package.xml lacks exec_depend for {missing}"
+
+
+#: each third-party module the package imports -> the rosdep key of package.xml that installs it
+THIRD_PARTY_KEYS = {
+    "numpy": "python3-numpy",
+    "scipy": "python3-scipy",
+    "numba": "python3-numba",
+    "yaml": "python3-yaml",
+    "can": "python3-can",
+    "matplotlib": "python3-matplotlib",
+    "pinocchio": "pinocchio",
+    "coal": "coal",
+    "cantools": "python3-cantools-pip",
+    "rosbags": "python3-rosbags-pip",
+    "mujoco": "python3-mujoco-pip",
+    # rosbags' own dependencies (lz4, backports.zstd below Python 3.14), which mcap_crc.py
+    # imports to undo a chunk's compression as rosbags does
+    "lz4": "python3-rosbags-pip",
+    "backports": "python3-rosbags-pip",
+}
+#: in the standard library from a later Python on (compression.zstd: 3.14)
+LATER_STDLIB = {"compression"}
+
+
+def _imported_top_level_modules() -> dict[str, str]:
+    """Top-level name of every absolute import in the package (module level or not) -> a file."""
+    found: dict[str, str] = {}
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                found.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_third_party_module_imported_is_an_exec_depend() -> None:
+    """Each module the package imports, outside the standard library and ROS, maps to a rosdep key
+    that package.xml lists as an exec_depend."""
+    depends = {e.text for e in _package_xml().findall("exec_depend")}
+    unknown, undeclared = [], []
+    for name, where in _imported_top_level_modules().items():
+        if name in sys.stdlib_module_names or name in LATER_STDLIB or name == PACKAGE:
+            continue
+        if name in depends:  # a ROS package imported by its own name (rclpy, launch_ros, ...)
+            continue
+        key = THIRD_PARTY_KEYS.get(name)
+        if key is None:
+            unknown.append(f"{name} ({where})")
+        elif key not in depends:
+            undeclared.append(f"{name} -> {key}")
+    assert not unknown, (f"imported modules {unknown} have no rosdep key here: add the key to "
+                         "package.xml (and rosdep_keys.txt) and the module to THIRD_PARTY_KEYS")
+    assert not undeclared, f"package.xml lacks exec_depend for {undeclared}"
 
 
 def test_console_scripts_are_the_interfaces_executables() -> None:

@@ -16,8 +16,9 @@ shift || true
 
 PYTHON="${PYTHON:-}"
 if [ -z "$PYTHON" ]; then
+  # the first that runs: a pyenv shim of a version pyenv has not selected is on PATH but fails
   for candidate in python3.11 python3.12 python3.10 python3; do
-    if command -v "$candidate" >/dev/null 2>&1; then PYTHON="$candidate"; break; fi
+    if "$candidate" -c "import sys" >/dev/null 2>&1; then PYTHON="$candidate"; break; fi
   done
 fi
 [ -n "$PYTHON" ] || { echo "bootstrap: no python3 found" >&2; exit 2; }

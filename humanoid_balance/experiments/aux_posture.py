@@ -268,7 +268,7 @@ def search(model: Any, start_deg: Sequence[float], *,
     first: list[PostureTrial] = []
 
     def cost(x: np.ndarray) -> float:
-        inside = np.clip(x, lo, hi)
+        inside: list[float] = np.clip(x, lo, hi).tolist()
         clearance_mm, inexact = controller_checks(model, inside, speeds=speeds,
                                                   rate_hz=rate_hz, job_arm=job_arm)
         if first and inexact > 0:

@@ -15,7 +15,10 @@ period of arrivals, stamped with the last period); joint states stamped beyond
 destroys it without a shutdown transition), stop the arms within their acceleration limits.
 Joint states and job inputs are taken newest first (a queue depth of 1: a late node answers
 the newest state, not each older one in turn); a gap between triggering stamps is integrated
-whole (:meth:`humanoid_balance.core.arm_loop.ArmLoop._steps`).
+whole (:meth:`humanoid_balance.core.arm_loop.ArmLoop._steps`). ``/arm_balance/enable`` exists
+from the start (services are not lifecycle-managed): unconfigured (or finalized) it answers
+false with the state and what to do. ``/diagnostics`` runs on the steady clock while active
+(:func:`~humanoid_balance.nodes.common.steady_timer`).
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from std_srvs.srv import SetBool
 
 from humanoid_balance import cdr
 from humanoid_balance.core import arm_loop as core
-from humanoid_balance.exceptions import HumanoidBalanceError
+from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
 from humanoid_balance.nodes.command_output import CommandOutput
 from humanoid_balance.nodes.common import (
+    READ_AT_CONFIGURE,
     Listeners,
     LogThrottle,
     clock_ns,
@@ -47,10 +51,13 @@ from humanoid_balance.nodes.common import (
     diagnostic_array,
     diagnostic_status,
     joint_state_sample,
+    lifecycle_refusal,
+    lifecycle_state,
     read_float64,
     read_joint_state,
     run_node,
     set_thread_priority,
+    steady_timer,
 )
 from humanoid_balance.params.arm_balance import SPEC, rows_of
 from humanoid_balance.params.ros import NodeParameters
@@ -68,11 +75,17 @@ class ArmBalanceNode(LifecycleNode):
         self.loop: core.ArmLoop | None = None
         self.values: dict[str, Any] = {}
         self.params = NodeParameters(self, SPEC, configured=lambda: self.loop is not None,
-                                     extra_check=self._extra_check)
+                                     extra_check=self._extra_check,
+                                     read_only_reason=READ_AT_CONFIGURE)
         self._loop_timers: list[Timer | None] = []
         self._logs: dict[str, LogThrottle] = {}  # one per problem key: a cause is never hidden
+        #: raw messages neither humanoid_balance.cdr nor rclpy reads, per topic (/diagnostics)
+        self.unreadable: dict[str, int] = {}
         self._active = False
         self._hold_step_ns: int | None = None  # node clock [ns] of the last untriggered hold step
+        # from the start, in every state (services are not lifecycle-managed): unconfigured,
+        # a request is answered at once with why, not left waiting for the service
+        self.srv_enable = self.create_service(SetBool, "/arm_balance/enable", self._on_enable)
 
     def _extra_check(self, name: str, value: Any, merged: Mapping[str, Any]) -> str | None:
         if name in ("selection", "secondary") and self.loop and not self.loop.controller.has_selection:
@@ -133,7 +146,6 @@ class ArmBalanceNode(LifecycleNode):
         if controller.needs_base_pose:
             self._subs.append(self.create_subscription(PoseStamped, v["base_pose_topic"],
                                                        self._on_base_pose, latest))
-        self.srv_enable = self.create_service(SetBool, "/arm_balance/enable", self._on_enable)
         self._momentum_writer = cdr.wrench_stamped_writer(controller.momentum_frame)
         self._zmp_writer = cdr.PointStampedWriter("W")
         self.get_logger().info(
@@ -153,8 +165,9 @@ class ArmBalanceNode(LifecycleNode):
             # a lambda: rclpy (Kilted) hands a TimerInfo to callbacks that take an argument
             self._loop_timers.append(self.create_timer(1.0 / self.values["rate"],
                                                        lambda: self._cycle()))
-        self._loop_timers.append(self.create_timer(1.0 / self.values["diagnostics_rate"],
-                                                   self._publish_diagnostics))
+        # the steady clock: at its rate on simulation time too (see steady_timer)
+        self._loop_timers.append(steady_timer(self, 1.0 / self.values["diagnostics_rate"],
+                                              self._publish_diagnostics))
         self.get_logger().info("active")
         return super().on_activate(state)
 
@@ -164,14 +177,13 @@ class ArmBalanceNode(LifecycleNode):
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Drop the loop, topics and services."""
+        """Drop the loop and topics (the service stays)."""
         destroy_timers(self, *self._loop_timers)
         self._loop_timers = []
         for sub in self._subs:
             self.destroy_subscription(sub)
         for pub in (self.commands.publisher, self.pub_momentum, self.pub_zmp, self.pub_diag):
             self.destroy_publisher(pub)
-        self.destroy_service(self.srv_enable)
         self.loop = None
         return TransitionCallbackReturn.SUCCESS
 
@@ -219,7 +231,12 @@ class ArmBalanceNode(LifecycleNode):
     def _on_joint_states(self, msg: bytes | JointState) -> None:
         if self.loop is None:
             return
-        stamp, names, position = read_joint_state(self._reader, msg)
+        try:
+            stamp, names, position = read_joint_state(self._reader, msg)
+        except InvalidInputError as error:  # bytes neither cdr nor rclpy reads
+            self._unreadable("/joint_states")
+            self._report("joint_states_input", f"/joint_states unreadable: {error}")
+            return
         now = self._now_ns()
         clock = now if self._shared_clock else None  # stamps and the node clock comparable
         lock_step = self.values["trigger"] == "joint_states"
@@ -270,12 +287,26 @@ class ArmBalanceNode(LifecycleNode):
             frame=msg.header.frame_id)
 
     def _on_job_joints(self, msg: bytes | JointState) -> None:
-        sample = joint_state_sample(self._job_reader, msg)
+        try:
+            sample = joint_state_sample(self._job_reader, msg)
+        except InvalidInputError as error:
+            self._unreadable("/arm_balance/job_joint_velocities")
+            self._warn("job_input", f"/arm_balance/job_joint_velocities unreadable: {error}: ignored")
+            return
         self._job = core.JobInput(self._s(self._now_ns()), joint_names=sample.names,
                                   joint_velocities=np.array(sample.velocity, dtype=float))
 
     def _on_margin(self, msg: bytes | Float64) -> None:
-        self._margin = core.MeasuredMargin(read_float64(msg), self._s(self._now_ns()))
+        try:
+            margin = read_float64(msg)
+        except InvalidInputError as error:
+            self._unreadable("/zmp/stability_margin")
+            self._warn("margin_input", f"/zmp/stability_margin unreadable: {error}: ignored")
+            return
+        self._margin = core.MeasuredMargin(margin, self._s(self._now_ns()))
+
+    def _unreadable(self, topic: str) -> None:
+        self.unreadable[topic] = self.unreadable.get(topic, 0) + 1
 
     def _on_base_pose(self, msg: PoseStamped) -> None:
         if self.loop is None:
@@ -296,11 +327,16 @@ class ArmBalanceNode(LifecycleNode):
         self._logs.setdefault(key, LogThrottle(self.get_logger(), 1.0)).warning(text)
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        if self.loop is not None:
-            self.loop.set_enabled(request.data)
-        response.success = self.loop is not None
-        response.message = "not configured" if self.loop is None else "job arm enabled" \
-            if request.data else "job arm disabled: it stops and holds, balance continues"
+        state = lifecycle_state(self)
+        if self.loop is None or state == "finalized":  # shut down from inactive or active
+            response.success = False
+            response.message = lifecycle_refusal(
+                NODE_NAME, state if state == "finalized" else "unconfigured")
+            return response
+        self.loop.set_enabled(request.data)
+        response.success = True
+        response.message = "job arm enabled" if request.data else \
+            "job arm disabled: it stops and holds, balance continues"
         self.get_logger().info(response.message)
         return response
 
@@ -361,7 +397,9 @@ class ArmBalanceNode(LifecycleNode):
                              secondary=",".join(rows_of(v["secondary"])) or "none",
                              reference_point=v["reference_point"], mode=v["mode"],
                              caught_up_gaps=self.loop.caught_up_gaps,
-                             unheard_topics=self.listeners.unheard())
+                             unheard_topics=self.listeners.unheard(),
+                             unreadable_messages=sum(self.unreadable.values()),
+                             unreadable_topics=",".join(sorted(self.unreadable)) or "none")
         if self._periods:
             periods = np.array(self._periods)
             status.values.update(period_ms_mean=1e3 * float(periods.mean()),

@@ -11,6 +11,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
@@ -90,6 +92,112 @@ def stamp_msg(ns: int) -> TimeMsg:
 def seconds_stamp(t: float) -> TimeMsg:
     """Seconds as a header stamp, rounded to the nanosecond (1.9999999999 s is 2 s, not 1 s)."""
     return stamp_msg(round(t * 1e9))
+
+
+def steady_timer(node: Node, period_s: float, callback: Callable[[], None]) -> Any:
+    """A timer of ``node`` on the steady (monotonic) clock, whatever ``use_sim_time`` says.
+
+    For ``/diagnostics``, as robot drivers publish it: at its rate on wall time, while a
+    simulation runs slower than real time, pauses or restarts. On the node's clock with
+    ``use_sim_time``, rclpy's EventsExecutor (9.1, Kilted) re-examines its ROS-time timers on
+    every ``/clock`` message it handles and queues one more call of a due timer each time,
+    until the first call has run; each call moves the timer a period on. A node whose queue
+    is behind its inputs so sent bursts of dozens of calls, then none for as many periods
+    (``zmp_estimator`` in the simulation graph: 16 s and more without a status, measured;
+    reproduced in-process with a 1 Hz timer behind a 96 % busy queue: 10 calls in 0.1 s,
+    then 10.5 s of silence). A steady-clock timer is woken by the clock, not by ``/clock``.
+    ``create_timer(..., clock=Clock(clock_type=STEADY_TIME))`` exists from Humble on. The
+    messages keep the node clock's stamps.
+    """
+    return node.create_timer(period_s, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+class PeriodicThread:
+    """Calls ``callback()`` every ``period_s`` [s] of the monotonic clock, in a thread of its
+    own: outside the executor's queue.
+
+    For a node whose executor can fall behind its inputs (``zmp_estimator``: three 1 kHz
+    topics). rclpy's EventsExecutor queues one event per message that arrives, taken or not,
+    first in first out, and a timer's call waits behind that queue twice (the wake-up, then
+    the call): on a saturated machine its 1 Hz ``/diagnostics`` came 3-5 s apart while the
+    samples it handled were 0.1-0.4 s old (measured in the simulation graph). The thread
+    keeps the rate; the callback must only read what the executor thread writes.
+
+    Deadlines are absolute (``+= period_s``); a late call is not caught up in a burst.
+    :meth:`set_period` applies at once; an exception of ``callback`` goes to ``on_error``
+    and the calls go on. Stop it (:meth:`stop`) before the node is destroyed.
+    """
+
+    def __init__(self, name: str, period_s: float, callback: Callable[[], None],
+                 on_error: Callable[[Exception], None]) -> None:
+        self.period_s = float(period_s)
+        self._callback = callback
+        self._on_error = on_error
+        self._stop = threading.Event()
+        self._changed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def set_period(self, period_s: float) -> None:
+        """The next call ``period_s`` after the last one (or now, when that is past)."""
+        self.period_s = float(period_s)
+        self._changed.set()
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        """End the thread (waits up to ``timeout_s`` for a call under way)."""
+        self._stop.set()
+        self._changed.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        last = time.monotonic()
+        while not self._stop.is_set():
+            deadline = last + self.period_s
+            if self._changed.wait(max(deadline - time.monotonic(), 0.0)):
+                self._changed.clear()
+                continue  # stopped, or a new period: the deadline again from the last call
+            if self._stop.is_set():
+                return
+            now = time.monotonic()
+            last = deadline if now - deadline < self.period_s else now  # late: no burst
+            try:
+                self._callback()
+            except Exception as exc:  # a monitoring thread must not end on one bad call
+                self._on_error(exc)
+
+
+def lifecycle_state(node: Node) -> str:
+    """The label of a lifecycle node's state (``unconfigured``, ``inactive``, ``active``,
+    ``finalized``, or a transition's), ``unknown`` where rclpy does not say."""
+    machine = getattr(node, "_state_machine", None)  # rclpy's, Humble to Kilted
+    try:
+        return str(machine.current_state[1])  # type: ignore[union-attr]
+    except (AttributeError, IndexError, TypeError):
+        return "unknown"
+
+
+#: what to do in each lifecycle state before a request that needs the node active
+LIFECYCLE_REMEDIES = {
+    "unconfigured": "configure and activate it",
+    "inactive": "activate it",
+    "finalized": "it was shut down; start its process again",
+}
+
+
+def lifecycle_refusal(name: str, state: str) -> str:
+    """Why lifecycle node ``name`` refuses a request in ``state``, and what to do
+    (``waist_controller is unconfigured: configure and activate it``)."""
+    return f"{name} is {state}: {LIFECYCLE_REMEDIES.get(state, 'wait for its transition to end')}"
+
+
+#: why a parameter read at start-up is refused once a plain (not lifecycle) node runs (after
+#: its name in the refusal): there is no configure to read it again
+READ_AT_START = "is read at start-up: restart the node to change it"
+#: the same for a lifecycle node, configured: an inactive node has no deactivate transition
+#: (``ros2 lifecycle set`` answers "Unknown transition requested"), only an active one
+READ_AT_CONFIGURE = ("is read at configure: to change it, deactivate (if active), clean up, set "
+                     "it and configure again")
 
 
 def destroy_timers(node: Node, *timers: Any) -> None:
@@ -196,6 +304,23 @@ def set_thread_priority(node: Node, priority: int, what: str) -> bool:
         return False
 
 
+def deserialize_refused(data: bytes, message_type: Any, error: InvalidInputError) -> Any:
+    """The message a :mod:`humanoid_balance.cdr` reader refused with ``error``, read by rclpy
+    when it is one the readers leave to rclpy (big endian, XCDR2: ``cdr.rclpy_may_read``).
+
+    Raises:
+        InvalidInputError: ``error`` again for plain little-endian CDR (the reader's refusal
+            stands: rclpy would read some of it as garbage, and past the end of 4 bytes that
+            announce padding, at times a segmentation fault); or rclpy refuses it too.
+    """
+    if not cdr.rclpy_may_read(data):
+        raise error
+    try:
+        return deserialize_message(data, message_type)
+    except RuntimeError as exc:  # rclpy's RMWError
+        raise InvalidInputError(f"{error}; rclpy cannot read it either ({exc})") from exc
+
+
 def joint_state_sample(reader: Any, msg: Any) -> cdr.JointStateSample:
     """The fields of a ``sensor_msgs/JointState``, serialized or a message object.
 
@@ -205,12 +330,16 @@ def joint_state_sample(reader: Any, msg: Any) -> cdr.JointStateSample:
 
     Bytes that are not plain little-endian CDR are deserialized by rclpy. The arrays of
     bytes read are read-only views of them: copy what is kept.
+
+    Raises:
+        InvalidInputError: bytes that neither the reader nor rclpy reads (see
+            :func:`deserialize_refused`).
     """
     if isinstance(msg, bytes):
         try:
             return reader.read(msg)  # type: ignore[no-any-return]
-        except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
-            msg = deserialize_message(msg, JointState)
+        except InvalidInputError as error:
+            msg = deserialize_refused(msg, JointState, error)
     return cdr.JointStateSample(
         stamp_ns(msg.header.stamp), msg.header.frame_id, tuple(msg.name),
         *(np.asarray(values, dtype=float) for values in (msg.position, msg.velocity, msg.effort)))
@@ -225,12 +354,16 @@ def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
 
 def read_float64(msg: Any) -> float:
     """The value of a ``std_msgs/Float64``, serialized (rclpy reads what is not plain
-    little-endian CDR) or a message object."""
+    little-endian CDR) or a message object.
+
+    Raises:
+        InvalidInputError: bytes that neither reads (see :func:`deserialize_refused`).
+    """
     if isinstance(msg, bytes):
         try:
             return cdr.read_float64(msg)
-        except InvalidInputError:
-            msg = deserialize_message(msg, Float64)
+        except InvalidInputError as error:
+            msg = deserialize_refused(msg, Float64, error)
     return float(msg.data)
 
 

@@ -106,12 +106,14 @@ from humanoid_balance.cdr import header_stamp_ns
 from humanoid_balance.exceptions import ConfigurationError, HumanoidBalanceError
 from humanoid_balance.nodes.common import (
     OK,
+    READ_AT_START,
     WARN,
     Listeners,
     diagnostic_array,
     diagnostic_status,
     run_node,
     stamp_msg,
+    steady_timer,
 )
 from humanoid_balance.params.mujoco_sim import MODELS, SPEC
 from humanoid_balance.params.ros import NodeParameters
@@ -137,8 +139,6 @@ JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 SHORT_SLEEP_S = 0.02
 #: s :meth:`MujocoSimNode.stop` waits for the physics thread (a step and a publish take ~1 ms)
 JOIN_TIMEOUT_S = 1.0
-#: why a read-only parameter is refused once the node runs (after its name)
-READ_AT_START = "is read at start-up: restart the node to change it"
 
 
 def build_simulation(
@@ -283,6 +283,9 @@ class MujocoSimNode(Node):
         self._delays = [0.0, 0, 0.0]
         self.commands_applied = 0
         self.commands_rejected = 0
+        #: lock-step answers whose bytes hold no header stamp (not plain little-endian CDR,
+        #: shorter than a stamp)
+        self.answers_unreadable = 0
         #: why the newest rejected command was rejected ("" : none yet)
         self.last_rejection = ""
         command_topics = [str(t) for t in p["command_topics"] if t]
@@ -319,7 +322,9 @@ class MujocoSimNode(Node):
         self.finished = threading.Event()
         # wall, sim time, lock-step misses, rejected commands at the last report
         self._report = (time.monotonic(), self.sim.time, 0, 0)
-        self._diag_timer = self.create_timer(1.0 / p["diagnostics_rate"], self._publish_diagnostics)
+        # the steady clock, as every node's /diagnostics (steady_timer)
+        self._diag_timer = steady_timer(self, 1.0 / p["diagnostics_rate"],
+                                        self._publish_diagnostics)
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_physics", daemon=True)
         lock = "free-running" if self.gate is None else \
             f"lock-step on {list(self.gate.topics)} (timeout {self.lock_step_timeout:g} s)"
@@ -387,6 +392,7 @@ class MujocoSimNode(Node):
             try:
                 stamp = header_stamp_ns(cdr)
             except HumanoidBalanceError as exc:
+                self.answers_unreadable += 1
                 self.get_logger().warning(f"{topic}: {exc}: not an answer",
                                           throttle_duration_sec=1.0)
                 return
@@ -682,6 +688,7 @@ class MujocoSimNode(Node):
             "real_time_factor": (sim_time - last_sim) / max(wall - last_wall, 1e-9),
             "commands_applied": self.commands_applied,
             "commands_rejected": self.commands_rejected,
+            "answers_unreadable": self.answers_unreadable,
             "command_age_s": self.timeout.age_s(sim_time),
             **self._take_delays(),
             "holding": ",".join(holding) or "none",

@@ -36,7 +36,13 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
   ``/right_foot/zmp`` (PointStamped), ``/support_polygon`` (PolygonStamped,
   when it changes and at least every 0.1 s),
   ``/zmp/stability_margin`` (Float64, m, positive inside), ``/zmp/markers``
-  (MarkerArray at ``marker_rate``), ``/diagnostics`` at ``diagnostics_rate``.
+  (MarkerArray at ``marker_rate``), ``/diagnostics`` at ``diagnostics_rate`` on the steady
+  clock, from a thread of its own (:class:`~humanoid_balance.nodes.common.PeriodicThread`):
+  at its rate on simulation time and while the executor is behind its inputs. (A timer on
+  the node clock went silent for 16-25 s, then sent dozens of statuses at once, in the
+  simulation graph; a steady-clock timer in the executor still waited 3-5 s behind the
+  queued samples on a saturated machine.) The dynamic parameters are taken by the executor
+  (each sample, and every second without samples), never by that thread.
 - Bad input is dropped, counted, logged (throttled) and named on
   ``/diagnostics`` for as long as it lasts: a non-finite wrench or FSR array,
   an FSR array of the wrong size, values so large that the ZMP overflows, a
@@ -48,7 +54,8 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
   (``sensor_timeout``) makes it STALE; no foot in contact: no ZMP, WARN.
 - Parameters: :mod:`humanoid_balance.params.zmp_estimator` (``SPEC``); the
   dynamic ones (``ros2 param set``) apply from the next sample, the others are
-  refused with the reason once the node runs.
+  refused with the reason once the node runs: a plain node, not a lifecycle one, it reads
+  them at start-up only (restart it with the new value).
 - ``~/zero_sensors`` (std_srvs/Trigger) zeros both F/T sensors from the mean of
   the last ``zero_window`` seconds, keeping the weight of the foot below each
   sensor; it refuses, naming the foot and its load, when a foot is loaded.
@@ -68,7 +75,6 @@ from geometry_msgs.msg import Point, PointStamped, PolygonStamped, WrenchStamped
 from rclpy.clock import ROSClock
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
@@ -91,18 +97,22 @@ from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError,
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
+    READ_AT_START,
     STALE,
     WARN,
     Listeners,
     LogThrottle,
+    PeriodicThread,
     all_finite,
     clock_ns,
+    deserialize_refused,
     diagnostic_array,
     diagnostic_status,
     read_joint_state,
     run_node,
     stamp_msg,
     stamp_ns,
+    steady_timer,
 )
 from humanoid_balance.params.ros import NodeParameters
 from humanoid_balance.params.zmp_estimator import SPEC
@@ -116,7 +126,7 @@ RED = ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0)
 GREY = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
 #: the counters of dropped input (``counts``), each a reason a sample gave no ZMP
 DROPS = ("dropped_nonfinite", "dropped_shape", "dropped_invalid", "dropped_frame", "dropped_stale",
-         "dropped_future", "dropped_joint_states")
+         "dropped_future", "dropped_joint_states", "dropped_unreadable")
 
 
 class ArrivalPairer:
@@ -205,7 +215,9 @@ class ZmpEstimatorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
         self._configured = False
-        self.params = NodeParameters(self, SPEC, configured=lambda: self._configured)
+        # not a lifecycle node: a parameter read at start-up changes with a restart only
+        self.params = NodeParameters(self, SPEC, configured=lambda: self._configured,
+                                     read_only_reason=READ_AT_START)
         v = self.params.read()  # ConfigurationError with the reason
         self.sensor_type = str(v["sensor_type"])
         path = str(v["urdf_path"]) or str(package_urdf_path("humanoid"))
@@ -233,7 +245,7 @@ class ZmpEstimatorNode(Node):
         self.joint_states: StampedBuffer[np.ndarray] = StampedBuffer(200)
         self.joint_state_wait_ns = int(float(v["joint_state_wait"]) * 1e9)
         self.zero_window_ns = int(float(v["zero_window"]) * 1e9)
-        self._diag_timer: Any = None
+        self._diagnostics: PeriodicThread | None = None
         self.publish_period_ns = self.marker_period_ns = 0
         self.joint_state_timeout_ns = self.sensor_timeout_ns = self.future_tolerance_ns = 0
         self.zero_max_load = self.margin_warn = self.margin_error = 0.0
@@ -288,6 +300,8 @@ class ZmpEstimatorNode(Node):
         #: the per-foot ZMPs, the polygon and the markers are written only while heard (/zmp and
         #: the margin always: arm_balance's guard and the operator rely on them)
         self.listeners = Listeners((*self.pub_foot.values(), self.pub_polygon, self.pub_markers))
+        # parameters changed without samples coming apply within a second (the executor's thread)
+        self._parameter_timer = steady_timer(self, 1.0, self._take_parameters)
         self.create_service(Trigger, "~/zero_sensors", partial(self._zero, SIDES))
         for side in SIDES:
             self.create_service(Trigger, f"~/zero_{side}_sensor", partial(self._zero, (side,)))
@@ -312,10 +326,13 @@ class ZmpEstimatorNode(Node):
             rate = float(v["marker_rate"])
             self.marker_period_ns = int(1e9 / rate) if rate > 0 else -1
         if "diagnostics_rate" in v:
-            if self._diag_timer is not None:
-                self.destroy_timer(self._diag_timer)
-            self._diag_timer = self.create_timer(1.0 / float(v["diagnostics_rate"]),
-                                                 self.publish_diagnostics)
+            period_s = 1.0 / float(v["diagnostics_rate"])
+            if self._diagnostics is None:
+                self._diagnostics = PeriodicThread("zmp-diagnostics", period_s,
+                                                   self.publish_diagnostics,
+                                                   self._diagnostics_failed)
+            else:
+                self._diagnostics.set_period(period_s)
         if "sync_tolerance" in v:
             self.sync.tolerance_ns = int(float(v["sync_tolerance"]) * 1e9)
         for name in ("joint_state_timeout", "sensor_timeout", "future_tolerance"):
@@ -351,7 +368,13 @@ class ZmpEstimatorNode(Node):
 
     def _on_joint_states(self, msg: bytes | JointState) -> None:
         """A ``/joint_states`` message: serialized (the subscription is raw) or a JointState."""
-        self._joint_state(*read_joint_state(self._joint_reader, msg))
+        try:
+            sample = read_joint_state(self._joint_reader, msg)
+        except InvalidInputError as error:  # bytes neither cdr nor rclpy reads
+            self._take_parameters()
+            self._drop("dropped_unreadable", f"/joint_states: {error}: ignored")
+            return
+        self._joint_state(*sample)
 
     def _joint_state(self, stamp: int, names: tuple[str, ...], positions: np.ndarray) -> None:
         self._take_parameters()
@@ -387,8 +410,12 @@ class ZmpEstimatorNode(Node):
         if isinstance(msg, bytes):
             try:
                 stamp, frame, values = cdr.read_wrench_stamped(msg)
-            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
-                msg = deserialize_message(msg, WrenchStamped)
+            except InvalidInputError as error:  # big endian, XCDR2: rclpy reads it; else dropped
+                try:
+                    msg = deserialize_refused(msg, WrenchStamped, error)
+                except InvalidInputError as unreadable:
+                    self._drop("dropped_unreadable", f"{side} foot: {unreadable}: dropped")
+                    return
         if not isinstance(msg, bytes):
             f, t = msg.wrench.force, msg.wrench.torque
             values = (f.x, f.y, f.z, t.x, t.y, t.z)
@@ -422,8 +449,12 @@ class ZmpEstimatorNode(Node):
         if isinstance(msg, bytes):
             try:
                 forces = cdr.read_float64_multi_array(msg)
-            except InvalidInputError:  # not plain little-endian CDR: let rclpy read it
-                msg = deserialize_message(msg, Float64MultiArray)
+            except InvalidInputError as error:  # big endian, XCDR2: rclpy reads it; else dropped
+                try:
+                    msg = deserialize_refused(msg, Float64MultiArray, error)
+                except InvalidInputError as unreadable:
+                    self._drop("dropped_unreadable", f"{side} foot: {unreadable}: dropped")
+                    return
         if not isinstance(msg, bytes):
             forces = np.asarray(msg.data, dtype=float)
         expected = len(self.estimator.feet[side].fsr_positions)
@@ -669,8 +700,8 @@ class ZmpEstimatorNode(Node):
         return OK, f"{support}, margin {1000 * out.margin:.1f} mm"
 
     def publish_diagnostics(self) -> None:
-        """Publish the node's status on /diagnostics."""
-        self._take_parameters()
+        """Publish the node's status on /diagnostics (from the diagnostics thread: it reads what
+        the executor writes, and changes only the period's counters it reports)."""
         level, message = self.diagnostics_status()
         values: dict[str, Any] = dict(self.counts)
         values["dropped_unpaired"] = self.sync.dropped + self.pairer.dropped
@@ -687,6 +718,19 @@ class ZmpEstimatorNode(Node):
             f"{NODE_NAME}: ZMP", level, message, values, hardware_id=self.sensor_type)]))
         self._period = {"dropped": 0, "published": 0, "unpaired": 0}
         self._drop_reason = None
+
+    def _diagnostics_failed(self, exc: Exception) -> None:
+        """A /diagnostics the thread could not publish: logged (throttled) while the node runs."""
+        if self.context.ok():
+            self._errors.error(f"/diagnostics not published: {exc!r}")
+
+    def destroy_node(self) -> None:
+        """Stop the diagnostics thread, then destroy the node (also one whose constructor
+        failed before the thread was made)."""
+        diagnostics = getattr(self, "_diagnostics", None)
+        if diagnostics is not None:
+            diagnostics.stop()
+        super().destroy_node()
 
     def _zero(self, sides: Sequence[str], request: Trigger.Request,
               response: Trigger.Response) -> Trigger.Response:

@@ -194,8 +194,12 @@ class ParamSpec:
     """
 
     def __init__(self, node: str, params: Sequence[Param],
-                 cross_check: Callable[[Mapping[str, Any]], str | None] | None = None) -> None:
+                 cross_check: Callable[[Mapping[str, Any]], str | None] | None = None,
+                 lifecycle: bool = True) -> None:
         self.node = node
+        #: a lifecycle node reads its fixed parameters at configure; a plain one at start-up
+        self.lifecycle = lifecycle
+        self.fixed_at = "at configure" if lifecycle else "at start-up"
         self.params = tuple(params)
         self.cross_check = cross_check
         self._by_name = {p.name: p for p in self.params}
@@ -294,7 +298,7 @@ class ParamSpec:
             if range_text:
                 comment += f" ({range_text})"
             if not p.dynamic:
-                comment += "; read at configure"
+                comment += f"; read {self.fixed_at}"
             lines.append(f"{indent}{leaf}: {_yaml_value(p.default)}  # {comment}")
         return "\n".join(lines) + "\n"
 
@@ -306,7 +310,7 @@ class ParamSpec:
             default = _yaml_value(p.default).replace("|", "\\|")
             allowed = p.range_text().replace("|", "\\|") or "any"
             rows.append(f"| `{p.name}` | {p.kind} | `{default}` | {p.unit or '-'} | {allowed} | "
-                        f"{'at run time' if p.dynamic else 'at configure'} | "
+                        f"{'at run time' if p.dynamic else self.fixed_at} | "
                         f"{p.description.replace('|', chr(92) + '|')} |")
         return "\n".join(rows) + "\n"
 

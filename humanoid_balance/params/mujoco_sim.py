@@ -110,4 +110,4 @@ SPEC = ParamSpec("mujoco_sim", [
     Param("lock_step_timeout", 1.0, "wall time a period waits at most for its answers, then "
           "steps on and counts a miss", "s", minimum=0.0, exclusive_minimum=True, maximum=60.0,
           dynamic=True),
-], cross_check=_consistent)
+], cross_check=_consistent, lifecycle=False)

@@ -90,4 +90,4 @@ SPEC = ParamSpec("zmp_estimator", [
     Param("best_effort_sensors", False, "subscribe to the sensors best-effort"),
     *_side_params("left"),
     *_side_params("right"),
-], cross_check=_cross_check)
+], cross_check=_cross_check, lifecycle=False)

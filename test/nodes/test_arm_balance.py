@@ -332,7 +332,7 @@ def test_package_config_file_configures_the_node(rclpy_context: Any, repo_root: 
     from rclpy.lifecycle import TransitionCallbackReturn
 
     params = yaml.safe_load((repo_root / "config" / "arm_balance.yaml").read_text())
-    h = Harness(rclpy_context, params["arm_balance"]["ros__parameters"])
+    h = Harness(rclpy_context, params["/**/arm_balance"]["ros__parameters"])
     try:
         assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
     finally:
@@ -653,3 +653,27 @@ def test_the_margin_taken_after_a_busy_spell_is_the_newest(harness: Harness) -> 
     time.sleep(1.0)  # delivered meanwhile (loopback: well under 1 ms each), not taken: nothing spins
     assert h.spin(2.0, lambda: h.node._margin is not None)
     assert h.node._margin is not None and h.node._margin.value_m == pytest.approx(0.01, abs=1e-12)
+
+
+def test_unreadable_raw_inputs_are_counted_and_the_node_goes_on(harness: Harness) -> None:
+    """Raw joint states, job joint velocities and margins that neither humanoid_balance.cdr nor
+    rclpy reads are counted per topic on /diagnostics (joint states as an input problem); the
+    node keeps commanding from the good ones (such bytes used to end it: rclpy's error escaped
+    the callback)."""
+    harness.activate()
+    assert harness.spin(3.0, lambda: len(harness.commands) > 5)
+    bad = [b"\x00\x01\x00\x01", b"\x00\x01\x00\x00" + bytes(7)]  # padding announced; cut
+    for data in bad:
+        harness.node._on_joint_states(data)
+        harness.node._on_job_joints(data)
+        harness.node._on_margin(data)
+    assert harness.node.unreadable == {"/joint_states": 2, "/arm_balance/job_joint_velocities": 2,
+                                       "/zmp/stability_margin": 2}
+    commands = len(harness.commands)
+    assert harness.spin(3.0, lambda: len(harness.commands) > commands + 5)
+
+    def counted() -> bool:
+        return any({kv.key: kv.value for kv in s.values}.get("unreadable_messages") == "6"
+                   for d in harness.diagnostics for s in d.status)
+
+    assert harness.spin(3.0, counted)

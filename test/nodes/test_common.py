@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -191,3 +192,76 @@ def test_listeners_serve_what_is_subscribed_and_look_again_after_the_period() ->
     time.sleep(0.06)
     assert listeners.heard() == frozenset({heard_pub, unheard_pub})
     assert listeners.unheard() == "none"
+
+
+def test_periodic_thread_keeps_its_period_and_goes_on_after_an_error() -> None:
+    """Calls come a period apart on the monotonic clock; one that raises goes to on_error and
+    the next comes; set_period applies at once; after stop no call comes."""
+    from humanoid_balance.nodes.common import PeriodicThread
+
+    calls: list[float] = []
+    errors: list[Exception] = []
+
+    def callback() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 2:
+            raise RuntimeError("publisher gone")
+
+    started = time.monotonic()
+    thread = PeriodicThread("test-periodic", 0.05, callback, errors.append)
+    try:
+        time.sleep(0.33)
+        thread.set_period(0.01)
+        changed = time.monotonic()
+        time.sleep(0.1)
+    finally:
+        thread.stop()
+    stopped = len(calls)
+    time.sleep(0.05)
+    slow = [t for t in calls if t < changed]
+    gaps = [b - a for a, b in itertools.pairwise([started, *slow])]
+    assert [str(e) for e in errors] == ["publisher gone"]
+    assert 4 <= len(slow) <= 7 and max(gaps) < 0.1, gaps  # 0.05 s apart (a loaded machine: +50 ms)
+    assert len(calls) - len(slow) >= 4  # 0.01 s apart from the change on
+    assert len(calls) == stopped
+
+
+@pytest.mark.parametrize(("state", "message"), [
+    ("unconfigured", "waist_controller is unconfigured: configure and activate it"),
+    ("inactive", "waist_controller is inactive: activate it"),
+    ("finalized", "waist_controller is finalized: it was shut down; start its process again"),
+    ("activating", "waist_controller is activating: wait for its transition to end"),
+])
+def test_lifecycle_refusal_names_the_state_and_a_remedy_that_exists(state: str,
+                                                                     message: str) -> None:
+    """Each lifecycle state's refusal names the state and the transition (or restart) it needs."""
+    from humanoid_balance.nodes.common import lifecycle_refusal
+
+    assert lifecycle_refusal("waist_controller", state) == message
+
+
+
+def test_deserialize_refused_reads_big_endian_and_refuses_the_rest() -> None:
+    """Big-endian bytes a reader refused are read by rclpy; plain little-endian bytes the reader
+    refused are refused again (never handed to rclpy: 4 bytes that announce padding make it read
+    past them), and bytes rclpy cannot read either raise InvalidInputError, not RMWError."""
+    import struct
+
+    from std_msgs.msg import Float64
+
+    from humanoid_balance import cdr
+    from humanoid_balance.exceptions import InvalidInputError
+    from humanoid_balance.nodes.common import deserialize_refused, read_float64
+
+    big = b"\x00\x00\x00\x00" + struct.pack(">d", 2.5)
+    assert read_float64(big) == 2.5
+    for data in (b"\x00\x01\x00\x01", b"\x00\x01\x00\x00\x01", b"\x00\x00\x00\x03"):
+        with pytest.raises(InvalidInputError) as refused:
+            cdr.read_float64(data)
+        with pytest.raises(InvalidInputError) as again:
+            deserialize_refused(data, Float64, refused.value)
+        assert again.value is refused.value
+        with pytest.raises(InvalidInputError):
+            read_float64(data)
+    with pytest.raises(InvalidInputError, match="rclpy cannot read it either"):
+        read_float64(b"\x00\x00\x00\x00\x00")

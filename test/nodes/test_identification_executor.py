@@ -191,7 +191,7 @@ def test_package_config_file_configures_the_node(rclpy_context: Any, repo_root: 
     from rclpy.lifecycle import TransitionCallbackReturn
 
     params = yaml.safe_load((repo_root / "config" / "identification.yaml").read_text())
-    h = Harness(rclpy_context, params["identification_executor"]["ros__parameters"],
+    h = Harness(rclpy_context, params["/**/identification_executor"]["ros__parameters"],
                 with_sim=False)
     try:
         assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
@@ -232,6 +232,64 @@ def test_start_refused_without_joint_states(fast_harness: Harness) -> None:
     result = fast_harness.call(fast_harness.start_client)
     assert (result.success, result.message) == (
         False, "refused to start: no /joint_states with the arm joints received")
+
+
+class Recorder:
+    """A logger that keeps its warnings."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warning(self, text: str) -> None:
+        self.warnings.append(text)
+
+
+def test_warnings_are_throttled_per_cause() -> None:
+    """One cause (channel and text, figures aside) at most once a period; a new text or channel
+    at once; the same cause again after the period."""
+    from humanoid_balance.nodes.identification_executor import CauseThrottle
+
+    logger = Recorder()
+    throttle = CauseThrottle(logger, period_s=0.05)
+    logged = [throttle.warning("joint_states", "/joint_states rejected (1 so far): stamped "
+                               "0.120 s in the future"),
+              throttle.warning("joint_states", "/joint_states rejected (2 so far): stamped "
+                               "0.130 s in the future"),
+              throttle.warning("joint_states", "/joint_states rejected (3 so far): names "
+                               "['joint1'] of the arm without ['joint2']"),
+              throttle.warning("start", "/joint_states rejected (3 so far): names "
+                               "['joint1'] of the arm without ['joint2']")]
+    time.sleep(0.06)
+    logged.append(throttle.warning("joint_states", "/joint_states rejected (9 so far): stamped "
+                                   "0.200 s in the future"))
+    assert logged == [True, False, True, True, True]
+    assert logger.warnings[-1] == "/joint_states rejected (9 so far): stamped 0.200 s in the future"
+
+
+def test_a_start_refusal_right_after_another_warning_is_logged(rclpy_context: Any) -> None:
+    """A rejected joint state warns; a start refused within the same second is logged too
+    (issue 35: one 1 s throttle for every warning dropped it; the answer carried the reason)."""
+    from sensor_msgs.msg import JointState
+
+    h = Harness(rclpy_context, FAST, with_sim=False)
+    try:
+        h.activate()
+        logger = Recorder()
+        h.node._warn.logger = logger
+        pub = h.probe.create_publisher(JointState, "/joint_states", 10)
+        msg = JointState()
+        msg.name = [f"joint{i}" for i in range(1, 6)]  # joint6 missing: rejected
+        msg.position = list(np.radians(STATIC_DEG[:5]))
+        assert h.spin(2.0, lambda: pub.get_subscription_count() > 0)
+        pub.publish(msg)
+        assert h.spin(2.0, lambda: len(logger.warnings) == 1), logger.warnings
+        result = h.call(h.start_client)
+        assert not result.success and result.message.startswith("refused to start: ")
+        assert logger.warnings == [
+            "/joint_states rejected (1 so far): names ['joint1', 'joint2', 'joint3', 'joint4', "
+            "'joint5'] of the arm without ['joint6']", result.message]
+    finally:
+        h.close()
 
 
 def test_failed_estimation_names_late_joint_states_too(rclpy_context: Any) -> None:

@@ -543,3 +543,48 @@ def test_batches_of_one_foot_before_the_other_are_no_loss() -> None:
     skews, pairer = _joined_skews(set(), batches=20)
     assert len(skews) == 2000 and set(skews) == {0}
     assert pairer.resyncs == 0 and pairer.dropped == 0
+
+
+def test_unreadable_raw_inputs_are_dropped_and_counted(harness: Any) -> None:
+    """Raw bytes that neither humanoid_balance.cdr nor rclpy reads (4 bytes that announce
+    padding: rclpy would read past them; cut short; a length that runs past the end; a string
+    without its NUL) are dropped and counted as dropped_unreadable, on /diagnostics too; the
+    node goes on with the next good sample."""
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    h = harness()
+    bad = [b"\x00\x01\x00\x01", b"\x00\x01\x00\x03", b"\x00\x01",
+           b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f"]
+    for data in bad:
+        h.node._on_wrench("left", data)
+        h.node._on_fsr("right", data)
+        h.node._on_joint_states(data)
+    joints = bytearray(serialize_message(JointState(name=["a"])))
+    joints[29] = ord("x")  # the NUL of "a"
+    h.node._on_joint_states(bytes(joints))
+    wrench = WrenchStamped()
+    wrench.header.frame_id = "left_foot_ft"
+    no_nul = bytearray(serialize_message(wrench))
+    no_nul[16 + len("left_foot_ft")] = ord("x")
+    h.node._on_wrench("left", bytes(no_nul))
+    assert h.node.counts["dropped_unreadable"] == 3 * len(bad) + 2
+    h.settle(0.3)
+    values = {kv.key: kv.value for kv in h.last_status().values}
+    assert values["dropped_unreadable"] == str(3 * len(bad) + 2)
+    wrenches = {s: sensor_wrench(s, (0.0, 0.0), 300.0) for s in SIDES}
+    h.run(wrenches, 20)
+    assert h.zmp, "no ZMP after the unreadable inputs"
+
+
+def test_big_endian_fsr_forces_are_still_read_by_rclpy(harness: Any) -> None:
+    """A big-endian Float64MultiArray (another middleware's bytes) goes to rclpy and is read."""
+    import struct
+
+    h = harness({"sensor_type": "fsr"})
+    # no dimension, data_offset 0, 4 values aligned to 8 from the payload's start
+    data = b"\x00\x00\x00\x00" + struct.pack(">III", 0, 0, 4) + bytes(4) \
+        + struct.pack(">4d", 1.0, 2.0, 3.0, 4.0)
+    h.node._on_fsr("left", data)
+    assert h.node.counts["dropped_unreadable"] == 0

@@ -15,6 +15,7 @@ topic it feeds has a subscriber; outputs are waited for message by message.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import signal
@@ -47,6 +48,10 @@ OUTPUT_TIMEOUT_S = 10.0
 #: s after which an unanswered readiness request is sent again (a request sent while the
 #: server has not matched the client yet is lost)
 REQUEST_RETRY_S = 2.0
+#: s a service of an idle node takes at most to answer once the request is sent: a refusal
+#: comes at once (before issue 33, a lifecycle node's services did not exist unconfigured:
+#: ``ros2 service call`` waited forever)
+ANSWER_LIMIT_S = 2.0
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 
 
@@ -128,6 +133,13 @@ class Probe:
         self._entities.append((self.node.destroy_subscription, sub))
         return recorder
 
+    def subscribe(self, msg_type: Any, topic: str, callback: Callable[[Any], None],
+                  depth: int = 100) -> Any:
+        """A subscription calling ``callback`` (dropped by :meth:`release`)."""
+        sub = self.node.create_subscription(msg_type, topic, callback, depth)
+        self._entities.append((self.node.destroy_subscription, sub))
+        return sub
+
     def publisher(self, msg_type: Any, topic: str, depth: int = 10) -> Any:
         """A publisher on ``topic`` (dropped by :meth:`release`)."""
         pub = self.node.create_publisher(msg_type, topic, depth)
@@ -174,6 +186,20 @@ class Probe:
         assert self.spin_until(future.done, timeout), f"{name} did not answer within {timeout} s"
         return future.result()
 
+    def timed_call(self, srv_type: Any, name: str, request: Any = None,
+                   timeout: float = OUTPUT_TIMEOUT_S) -> tuple[Any, float]:
+        """Call service ``name``: (the response, s from sending the request to the answer).
+
+        The service must be there within ``timeout`` (AssertionError otherwise); the time
+        counts from the request, not from the wait for the service's discovery.
+        """
+        cli = self.client(srv_type, name)
+        assert self.spin_until(cli.service_is_ready, timeout), f"{name} not available in {timeout} s"
+        sent = time.monotonic()
+        future = cli.call_async(srv_type.Request() if request is None else request)
+        assert self.spin_until(future.done, timeout), f"{name} did not answer within {timeout} s"
+        return future.result(), time.monotonic() - sent
+
     def set_parameters(self, node: str, **values: Any) -> list[Any]:
         """``ros2 param set /node name value`` for each value, in one call: the
         SetParametersResults in order (names with dots: ``**{"can.channel": ...}``)."""
@@ -183,6 +209,15 @@ class Probe:
         request = SetParameters.Request(parameters=[
             Parameter(name, value=value).to_parameter_msg() for name, value in values.items()])
         return list(self.call(SetParameters, f"/{node}/set_parameters", request).results)
+
+    def get_parameter(self, node: str, name: str) -> Any:
+        """``ros2 param get /node name``: the value (a Python value)."""
+        from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
+
+        response = self.call(GetParameters, f"/{node}/get_parameters",
+                             GetParameters.Request(names=[name]))
+        return parameter_value_to_python(response.values[0])
 
     def close(self) -> None:
         """Destroy the node and shut the context down."""
@@ -201,6 +236,8 @@ class RunningNode:
     process: NodeProcess
     started: float  # time.monotonic() at the start
     ready_s: float | None = None  # s from the start until its parameter service answered
+    #: service -> (success, message, s to answer) of the calls made before configure
+    unconfigured: dict[str, tuple[bool, str, float]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -249,6 +286,18 @@ def wait_ready(probe: Probe, running: RunningNode, timeout: float = READY_TIMEOU
                          f"{process.output()[-3000:]}")
 
 
+def call_unconfigured(probe: Probe, running: RunningNode,
+                      calls: Sequence[tuple[str, Any, Any]]) -> None:
+    """Call each ``(service, type, request)`` of the reachable, unconfigured node; the answers
+    and their times go to ``running.unconfigured`` (key: the service, `` true``/`` false``
+    appended for a SetBool)."""
+    for name, srv_type, request in calls:
+        response, seconds = probe.timed_call(srv_type, name, request)
+        data = getattr(request, "data", None)
+        key = name if data is None else f"{name} {str(data).lower()}"
+        running.unconfigured[key] = (bool(response.success), str(response.message), seconds)
+
+
 def bring_up(probe: Probe, running: RunningNode) -> None:
     """Configure, then activate the lifecycle node through its services (its log on a failure)."""
     from humanoid_balance.processes import LifecycleError
@@ -274,6 +323,48 @@ def start_identification(probe: Probe, timeout: float = OUTPUT_TIMEOUT_S) -> str
             assert response.success, response.message
             return str(response.message)
         probe.spin(0.1)
+
+
+def diagnostics_gaps_on_sim_time(probe: Probe, node: str, prefix: str, seconds: float,
+                                 clock_hz: float = 100.0, switch: bool = True) -> list[float]:
+    """Wall seconds between the ``/diagnostics`` statuses named ``prefix*`` while ``node`` runs on
+    simulation time, the probe publishing ``/clock`` at ``clock_hz`` for ``seconds``.
+
+    ``switch``: set the node's ``use_sim_time`` true for the window (``ros2 param set``) and
+    false after. ``/clock`` carries the wall time (``time.time()``), so the node's clock does
+    not jump and its inputs' stamps stay comparable with it. ``clock_hz`` 0: a simulation
+    publishes ``/clock`` (the probe none).
+    """
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rosgraph_msgs.msg import Clock
+
+    from humanoid_balance.nodes.common import stamp_msg
+
+    timer = None
+    if clock_hz > 0:
+        clock = probe.publisher(Clock, "/clock")
+        timer = probe.node.create_timer(
+            1.0 / clock_hz, lambda: clock.publish(Clock(clock=stamp_msg(time.time_ns()))))
+    arrivals: list[float] = []
+
+    def on_diagnostics(msg: Any) -> None:
+        if any(status.name.startswith(prefix) for status in msg.status):
+            arrivals.append(time.monotonic())
+
+    try:
+        if switch:
+            result = probe.set_parameters(node, use_sim_time=True)[0]
+            assert result.successful, result.reason
+        probe.spin(1.0)  # the node takes /clock from now on
+        probe.subscribe(DiagnosticArray, "/diagnostics", on_diagnostics)
+        probe.spin(seconds)
+    finally:
+        if timer is not None:
+            probe.node.destroy_timer(timer)
+        if switch:
+            probe.set_parameters(node, use_sim_time=False)
+    assert len(arrivals) >= 2, f"{len(arrivals)} {prefix} statuses in {seconds} s"
+    return [b - a for a, b in itertools.pairwise(arrivals)]
 
 
 def describe(report: ExitReport) -> str:

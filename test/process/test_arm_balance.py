@@ -4,6 +4,9 @@ The node runs as ``ros2 run humanoid_balance arm_balance`` with
 ``config/arm_balance.yaml`` and the robot graph's overrides (job arm: right,
 500 Hz timer); a feeder process publishes ``/joint_states`` (the 30 joints at
 zero) and the job arm's joint velocities on ``/arm_balance/job_joint_velocities``.
+Its ``/arm_balance/enable`` is called while it is unconfigured; at the end, fed, it runs a
+few seconds on simulation time (the probe's ``/clock``) while its ``/diagnostics`` rate is
+measured.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from process_harness import (
+    ANSWER_LIMIT_S,
     ARM_JOINTS,
     OUTPUT_TIMEOUT_S,
     Feeder,
@@ -21,6 +25,8 @@ from process_harness import (
     all_finite,
     arm_feed,
     bring_up,
+    call_unconfigured,
+    diagnostics_gaps_on_sim_time,
     start_node,
     statuses,
     wait_ready,
@@ -32,16 +38,32 @@ pytestmark = pytest.mark.ros
 
 @pytest.fixture(scope="module")
 def arm(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
-    """The robot graph's arm_balance, configured and activated through its lifecycle services."""
+    """The robot graph's arm_balance, configured and activated through its lifecycle services
+    (its service called first, unconfigured)."""
+    from std_srvs.srv import SetBool
+
     node = next(n for n in robot_graph() if n.name == "arm_balance")
     running = start_node(node, tmp_path_factory.mktemp("arm_balance"))
     try:
         wait_ready(session_probe, running)
+        call_unconfigured(session_probe, running, [
+            ("/arm_balance/enable", SetBool, SetBool.Request(data=True)),
+            ("/arm_balance/enable", SetBool, SetBool.Request(data=False))])
         bring_up(session_probe, running)
         session_probe.release()
         yield running
     finally:
         running.stop()
+
+
+def test_enable_exists_unconfigured_and_answers_at_once_what_to_do(arm: RunningNode) -> None:
+    """Before configure, /arm_balance/enable exists and answers false at once (within
+    ANSWER_LIMIT_S), true or false asked, saying to configure and activate the node."""
+    refusal = "arm_balance is unconfigured: configure and activate it"
+    answers = arm.unconfigured
+    assert {k: v[:2] for k, v in answers.items()} == {
+        "/arm_balance/enable true": (False, refusal), "/arm_balance/enable false": (False, refusal)}
+    assert max(v[2] for v in answers.values()) < ANSWER_LIMIT_S, answers
 
 
 def test_configure_and_activate_by_services_leave_it_active(probe: Probe, arm: RunningNode) -> None:
@@ -137,3 +159,13 @@ def test_deactivate_stops_the_commands_after_a_zero_velocity_hold(
         assert (commands.count - count, list(commands.last.velocity)) == (0, [0.0] * 14)
     finally:
         lifecycle.change("activate")
+
+
+def test_diagnostics_keep_their_rate_on_simulation_time(
+        probe: Probe, arm: RunningNode, feed: Callable[[FeedSpec], Feeder]) -> None:
+    """Active and fed (1 kHz joint states), on simulation time (/clock at 100 Hz), /diagnostics
+    comes at diagnostics_rate: no gap longer than two periods in 3 s."""
+    period_s = 1.0 / float(probe.get_parameter("arm_balance", "diagnostics_rate"))
+    feed(arm_feed(1000.0))
+    gaps = diagnostics_gaps_on_sim_time(probe, "arm_balance", "arm_balance", 3.0)
+    assert max(gaps) <= 2 * period_s, f"period {period_s} s, largest gap {max(gaps):.3f} s"

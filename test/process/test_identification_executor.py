@@ -5,7 +5,9 @@ simulated lunar arm (seed 004) starts at the executor's static configuration
 and follows ``/identification/command``; the executor runs on the simulation's
 ``/clock``, is configured and activated through its lifecycle services, and
 its run is started and cancelled through ``/identification/start`` and
-``/identification/cancel`` as an operator would.
+``/identification/cancel`` as an operator would (and both are called while it is
+unconfigured, before its lifecycle); its ``/diagnostics`` rate and the simulation's are
+measured on the simulation's time.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from pathlib import Path
 
 import pytest
 from process_harness import (
+    ANSWER_LIMIT_S,
     OUTPUT_TIMEOUT_S,
     Probe,
     Recorder,
     RunningNode,
     all_finite,
     bring_up,
+    call_unconfigured,
+    diagnostics_gaps_on_sim_time,
     start_identification,
     start_node,
     statuses,
@@ -56,13 +61,18 @@ def executor_node(output: Path) -> GraphNode:
 @pytest.fixture(scope="module")
 def identification(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory
                    ) -> Iterator[RunningNode]:
-    """The simulated arm and the executor, configured and activated through its services."""
+    """The simulated arm and the executor, configured and activated through its services (its
+    services called first, unconfigured)."""
+    from std_srvs.srv import Trigger
+
     logs = tmp_path_factory.mktemp("identification")
     sim = start_node(lunar_arm_sim(), logs)
     executor = start_node(executor_node(logs / "results.yaml"), logs)
     try:
         wait_ready(session_probe, sim)
         wait_ready(session_probe, executor)
+        call_unconfigured(session_probe, executor, [
+            ("/identification/start", Trigger, None), ("/identification/cancel", Trigger, None)])
         bring_up(session_probe, executor)
         session_probe.release()
         yield executor
@@ -83,6 +93,18 @@ def identification_run(probe: Probe) -> Iterator[tuple[str, Recorder]]:
         yield message, commands
     finally:
         probe.call(Trigger, "/identification/cancel")
+
+
+def test_services_exist_unconfigured_and_answer_at_once_what_to_do(
+        identification: RunningNode) -> None:
+    """Before configure, /identification/start and /identification/cancel exist and answer
+    false at once (within ANSWER_LIMIT_S), saying to configure and activate the node."""
+    refusal = "identification_executor is unconfigured: configure and activate it"
+    answers = identification.unconfigured
+    assert {k: v[:2] for k, v in answers.items()} == {
+        "/identification/start": (False, f"refused to start: {refusal}"),
+        "/identification/cancel": (False, f"nothing to cancel: {refusal}")}
+    assert max(v[2] for v in answers.values()) < ANSWER_LIMIT_S, answers
 
 
 def test_start_is_accepted_with_the_plan(probe: Probe, identification: RunningNode) -> None:
@@ -144,3 +166,13 @@ def test_cancel_holds_the_arm_and_stops_the_commands(
         probe.spin(0.5)
         assert (response.success, commands.count - count, list(commands.last.velocity)) == (
             True, 0, [0.0] * 6)
+
+
+@pytest.mark.parametrize("node", ["identification_executor", "mujoco_sim"])
+def test_diagnostics_keep_their_rate_on_simulation_time(
+        probe: Probe, identification: RunningNode, node: str) -> None:
+    """The executor on the simulation's /clock, and the simulation itself: /diagnostics at
+    diagnostics_rate, no gap longer than two periods in 4 s."""
+    period_s = 1.0 / float(probe.get_parameter(node, "diagnostics_rate"))
+    gaps = diagnostics_gaps_on_sim_time(probe, node, node, 4.0, clock_hz=0.0, switch=False)
+    assert max(gaps) <= 2 * period_s, f"period {period_s} s, largest gap {max(gaps):.3f} s"

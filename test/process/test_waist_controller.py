@@ -3,8 +3,10 @@
 The node runs as the simulation graph starts it: ``config/waist.yaml``,
 ``can.interface: virtual``, the drives hosted beside the controller on a
 python-can virtual bus in the same process, its joint states remapped to
-``/waist/joint_states``. Here on wall time (no ``/clock``): configured and
-activated through its lifecycle services, commanded on ``/waist/command``.
+``/waist/joint_states``. Here on wall time (no ``/clock``): its services called
+while it is unconfigured, then configured and activated through its lifecycle
+services, commanded on ``/waist/command``; for a few seconds on simulation time
+(the probe's ``/clock``) its ``/diagnostics`` rate is measured.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from collections.abc import Iterator
 
 import pytest
 from process_harness import (
+    ANSWER_LIMIT_S,
     OUTPUT_TIMEOUT_S,
     Probe,
     RunningNode,
     bring_up,
+    call_unconfigured,
+    diagnostics_gaps_on_sim_time,
     start_node,
     statuses,
     wait_ready,
@@ -37,15 +42,33 @@ def waist_node() -> GraphNode:
 
 @pytest.fixture(scope="module")
 def waist(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
-    """The waist controller with its simulated drives, configured and activated by its services."""
+    """The waist controller with its simulated drives, configured and activated by its services
+    (its services called first, unconfigured)."""
+    from std_srvs.srv import SetBool, Trigger
+
     running = start_node(waist_node(), tmp_path_factory.mktemp("waist"))
     try:
         wait_ready(session_probe, running)
+        call_unconfigured(session_probe, running, [
+            ("/waist/enable", SetBool, SetBool.Request(data=True)),
+            ("/waist/enable", SetBool, SetBool.Request(data=False)),
+            ("/waist/stop", Trigger, None)])
         bring_up(session_probe, running)
         session_probe.release()
         yield running
     finally:
         running.stop()
+
+
+def test_services_exist_unconfigured_and_answer_at_once_what_to_do(waist: RunningNode) -> None:
+    """Before configure, /waist/enable (true, false) and /waist/stop exist and answer false at
+    once (within ANSWER_LIMIT_S), saying to configure and activate the node."""
+    refusal = "waist_controller is unconfigured: configure and activate it"
+    answers = waist.unconfigured
+    assert {k: v[:2] for k, v in answers.items()} == {
+        "/waist/enable true": (False, refusal), "/waist/enable false": (False, refusal),
+        "/waist/stop": (False, refusal)}
+    assert max(v[2] for v in answers.values()) < ANSWER_LIMIT_S, answers
 
 
 def test_configure_and_activate_by_services_leave_it_active(
@@ -95,3 +118,11 @@ def test_diagnostics_report_no_fault(probe: Probe, waist: RunningNode) -> None:
                             OUTPUT_TIMEOUT_S)
     status = next(statuses(diagnostics, "waist_controller"))
     assert status.level == DiagnosticStatus.OK, status.message
+
+
+def test_diagnostics_keep_their_rate_on_simulation_time(probe: Probe, waist: RunningNode) -> None:
+    """On simulation time (/clock at 100 Hz), /diagnostics comes at diagnostics_rate: no gap
+    longer than two periods in 3 s."""
+    period_s = 1.0 / float(probe.get_parameter("waist_controller", "diagnostics_rate"))
+    gaps = diagnostics_gaps_on_sim_time(probe, "waist_controller", "waist_controller", 3.0)
+    assert max(gaps) <= 2 * period_s, f"period {period_s} s, largest gap {max(gaps):.3f} s"

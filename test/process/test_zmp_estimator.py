@@ -4,6 +4,8 @@ The node runs as ``ros2 run humanoid_balance zmp_estimator`` with
 ``config/zmp.yaml`` and the robot graph's overrides; a feeder process
 publishes ``/joint_states`` (the 30 joints at zero: feet flat) and both feet's
 F/T wrenches (sensor frame, force.z > 0) for ground forces at known sole points.
+At the end, fed at 1 kHz, it runs a few seconds on simulation time (the probe's
+``/clock``) while its ``/diagnostics`` rate is measured.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from process_harness import (
     FeedSpec,
     Probe,
     RunningNode,
+    diagnostics_gaps_on_sim_time,
     sole_point_in_world,
     standing_feed,
     start_node,
@@ -148,3 +151,13 @@ def test_zero_sensors_zeros_unloaded_feet(
     response = probe.call(Trigger, "/zmp_estimator/zero_sensors")
     assert (response.success, response.message[:len("zeroed left")]) == (True, "zeroed left"), (
         response.message)
+
+
+def test_diagnostics_keep_their_rate_on_simulation_time(
+        probe: Probe, zmp: RunningNode, feed: Callable[[FeedSpec], Feeder]) -> None:
+    """Fed both feet and the joint states at 1 kHz, on simulation time (/clock at 100 Hz),
+    /diagnostics comes at diagnostics_rate: no gap longer than two periods in 5 s."""
+    period_s = 1.0 / float(probe.get_parameter("zmp_estimator", "diagnostics_rate"))
+    feed(standing_feed(1000.0, LOADS))
+    gaps = diagnostics_gaps_on_sim_time(probe, "zmp_estimator", "zmp_estimator", 5.0)
+    assert max(gaps) <= 2 * period_s, f"period {period_s} s, gaps {[round(g, 3) for g in gaps]}"

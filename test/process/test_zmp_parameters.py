@@ -276,11 +276,13 @@ def test_zero_max_load_lets_a_loaded_foot_be_zeroed(probe: Probe, feet: Feet) ->
     ("margin_warn", 0.005, "margin_error 0.01 m must be below margin_warn 0.005 m"),
     ("margin_error", float("inf"), "margin_error=inf: must be finite"),
     ("contact_threshold", "high", "Wrong parameter type"),
-    ("sensor_type", "fsr", "sensor_type is read at configure"),
-    ("gravity", 1.635, "gravity is read at configure"),
-    ("urdf_path", "/tmp/other.urdf", "urdf_path is read at configure"),
-    ("left.contact_frames", ["left_fsr_0"], "left.contact_frames is read at configure"),
-    ("joint_state_wait", 0.01, "joint_state_wait is read at configure"),
+    # not a lifecycle node: the remedy is a restart, not "deactivate, clean up and configure"
+    ("sensor_type", "fsr",
+     "sensor_type is read at start-up: restart the node to change it"),
+    ("gravity", 1.635, "gravity is read at start-up: restart the node"),
+    ("urdf_path", "/tmp/other.urdf", "urdf_path is read at start-up: restart the node"),
+    ("left.contact_frames", ["left_fsr_0"], "left.contact_frames is read at start-up: restart"),
+    ("joint_state_wait", 0.01, "joint_state_wait is read at start-up: restart the node"),
 ])
 def test_invalid_value_is_refused_with_its_reason(
         probe: Probe, zmp: RunningNode, name: str, value: Any, reason: str) -> None:
