@@ -182,12 +182,13 @@ class GroundArmController(RmcController):
             slide_margin_n=ind.slide_margin, turn_margin_nm=ind.turn_margin,
             selected_momentum_max=float(np.max(np.abs(out.selected_momentum))),
             job_exact=out.job_exact, balance_exact=out.balance_exact, job_scale=out.job_scale,
+            regime=out.regime.value,
             saturated=",".join(out.saturated_joints) or "none",
             acceleration_overridden=",".join(out.acceleration_overridden) or "none")
         warning = None
         if not (out.job_exact and out.balance_exact):
-            warning = (f"joint limits: job motion scaled by {out.job_scale:.3g} "
-                       f"({','.join(out.saturated_joints) or 'no joint at its limit'})")
+            warning = (f"joint limits: {out.regime.value} (job scale {out.job_scale:.3g}; "
+                       f"{','.join(out.saturated_joints) or 'no joint at its limit'})")
         if not ind.balanced:
             warning = "balance indicators out of bounds (lift-off, slide, turn or ZMP)"
         return ArmReport(values, warning)

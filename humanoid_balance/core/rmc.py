@@ -35,9 +35,12 @@ momentum about ``W`` (:func:`balance_indicators`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -87,9 +90,24 @@ POSTURE_GAIN = 2.0
 POSTURE_SPEED = 0.5
 #: Default rate [rad/s^2] at which the posture velocity may change (a smooth start and stop).
 POSTURE_ACCELERATION = 2.0
-#: Weight of ``s - 1`` (the job scale's shortfall) in the limited solve: below the held rows'
-#: ``primary_weight``, above the secondary rows (weight 1).
-SCALE_WEIGHT = 1e3
+#: A job scale the smooth (eq. 6) solution may fall short of the largest one and still be
+#: taken: only rounding (the two are solved from different constraint rows).
+SCALE_TOLERANCE = 1e-9
+#: Share of each job joint's acceleration limit that the path's curvature may take at a scaled
+#: job speed (:meth:`RmcController._scale_cap`); the rest brakes along the path.
+DRIFT_SHARE = 0.5
+#: Largest speed of the job arm's self-motion (in the hand Jacobian's null space) as a share of
+#: its speed along the path, beyond what the box forces (:meth:`RmcController._ahead_tiers`).
+NULL_SHARE = 0.1
+#: Share of each job joint's acceleration limit that the turning of the job arm's self-motion
+#: may take (:meth:`RmcController._null_cap`).
+NULL_DRIFT_SHARE = 0.25
+#: Least share of its own acceleration limit at which a job joint is taken to brake along the
+#: path (:meth:`RmcController._scale_cap`): a joint that hardly moves along it keeps some room.
+PATH_BRAKING_FLOOR = 1e-3
+#: A job twist [m/s, rad/s] no component of which exceeds this asks the job arm to stop (a zero
+#: computed with rounding has no direction to scale along).
+STOP_TWIST = 1e-12
 #: relative singular-value cut-off of the held rows' pseudo-inverse (eigenvalues of ``B B^T``
 #: below ``RCOND^2`` times the largest are dropped: rank loss)
 RCOND = 1e-10
@@ -179,6 +197,46 @@ def arm_momentum_matrices(
     a = model.momentum_matrix(q, point)
     return ArmMomentum(a[:, model.group_v_index(job_group)], a[:, model.group_v_index(aux_group)],
                        com, point)
+
+
+def _check_not_negative(**values: float) -> None:
+    """Each value finite and ``>= 0``.
+
+    Raises:
+        ConfigurationError: naming the first that is not.
+    """
+    for label, value in values.items():
+        if not np.isfinite(value) or value < 0.0:
+            raise ConfigurationError(f"{label}={value} must be finite and >= 0.0")
+
+
+def _check_positive(label: str, value: float, unit: str) -> None:
+    """``value`` [``unit``] finite and ``> 0``.
+
+    Raises:
+        ConfigurationError: it is not.
+    """
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigurationError(f"{label}={value} must be finite and > 0 {unit}")
+
+
+def _arm_limits(model: RobotModel, limits: JointLimits | None) -> JointLimits:
+    """``limits``, or the URDF's position and speed limits with seed 000's accelerations, checked
+    to cover both arms.
+
+    Raises:
+        ConfigurationError: an arm joint without limits.
+    """
+    arm_names = model.group("right_arm") + model.group("left_arm")
+    if limits is None:
+        lower, upper = model.position_limits(arm_names)
+        limits = JointLimits(arm_names, lower, upper, model.velocity_limits(arm_names),
+                             np.array([arm_acceleration_limit(n) for n in arm_names]))
+    index = set(limits.names)
+    missing = [n for n in arm_names if n not in index]
+    if missing:
+        raise ConfigurationError(f"limits has no entry for arm joints {missing}")
+    return limits
 
 
 def _arm_groups(job_arm: str) -> tuple[str, str]:
@@ -400,6 +458,33 @@ class RmcInput:
     job_joint_velocities: np.ndarray | None = None
 
 
+class RmcRegime(Enum):
+    """How a cycle's command met the job request and the joint limits (step 4 of
+    :class:`RmcController`); the value is the word ``/diagnostics`` uses.
+
+    Attributes:
+        TRACKING: the hand twist is the request (``job_scale`` 1), the held rows are zero.
+        SCALED: the hand twist is ``job_scale`` ``s`` times the request, ``0 <= s < 1``, the
+            held rows zero: the largest ``s`` whose motion fits both arms' boxes and can
+            still brake along its path (or, where only a faster one holds the rows, the
+            smallest such).
+        STOPPING_JOB: no motion along the request within both boxes holds the rows (the aux
+            arm is at its limits), or the request fell faster than the job arm can brake,
+            or asks it to stop (zero) while it moves: the job arm brakes along the request
+            (a stop: the last one) at most at its acceleration limits (the hand twist ``s``
+            times the request, ``s > 1`` in the second case, ``job_scale`` 0 in the third),
+            and the aux arm cancels as much of the held momentum as its box allows.
+        TURNING: no job motion in the job arm's box keeps the request's direction (it
+            turned faster than the acceleration limits follow): the held rows first, then
+            the hand twist nearest the request.
+    """
+
+    TRACKING = "tracking"
+    SCALED = "scaled"
+    STOPPING_JOB = "stopping job arm"
+    TURNING = "turning"
+
+
 @dataclass
 class RmcOutput:
     """One control cycle's result.
@@ -424,11 +509,17 @@ class RmcOutput:
         sigma_min: smallest singular value of the job Jacobian (twist mode),
             or a lower bound above ``damping_threshold`` (see
             :func:`damped_least_squares`).
-        damping: ``lambda^2`` used in the job inverse.
+        damping: ``lambda^2`` of the damped inverse at ``sigma_min`` (0 above
+            ``damping_threshold``); the command does not use it (step 2 of
+            :class:`RmcController`).
         indicators: balance indicators of this cycle.
-        job_scale: the factor ``s`` the whole job motion was scaled by to fit the limits
-            (1: unscaled; ``job_velocity = s * J^# [v; w]``, so the hand keeps its
-            direction); NaN when no scale fits and the job arm got the nearest motion.
+        job_scale: the factor ``s`` the hand twist is of the request,
+            ``J job_velocity = s [v; w]`` (joint input: ``job_velocity = s qd``): 1 while
+            ``TRACKING``, in ``[0, 1)`` while ``SCALED``, above 1 only while braking
+            towards a request that fell faster than the limits allow, 0 for a request to
+            stop; in ``TURNING`` the hand twist's part along the request, clipped to
+            ``[0, 1]``. Always finite.
+        regime: which of :class:`RmcRegime` the cycle was in (``/diagnostics`` says it).
     """
 
     names: tuple[str, ...]
@@ -450,6 +541,7 @@ class RmcOutput:
     damping: float
     indicators: BalanceIndicators
     job_scale: float = 1.0
+    regime: RmcRegime = RmcRegime.TRACKING
 
 
 class RmcController:
@@ -459,10 +551,13 @@ class RmcController:
 
     1. ``A = computeCentroidalMap(q)``, angular rows shifted to the reference
        point; the arm columns give ``A_job``, ``A_aux`` (eq. 1).
-    2. Job arm: ``qd_job = J^# [v; w]`` with ``J^#`` the damped pseudo-inverse of
-       :func:`damped_least_squares` (exact pseudo-inverse while the smallest
-       singular value is above ``damping_threshold``), or the given joint
-       velocities.
+    2. Job arm: ``qd_job = J^+ [v; w]`` (eq. 3, :func:`damped_least_squares`), or
+       the given joint velocities. Where the smallest singular value of ``J`` falls
+       below ``damping_threshold`` the damped inverse would turn the hand away from the
+       request; the exact pseudo-inverse is kept and step 4 scales it down along the
+       request instead (so the hand slows along its twist towards a singularity and
+       stops short of it; ``sigma_min`` and ``damping`` still report the damping
+       that would act there).
     3. Aux arm: ``qd_aux = -(S A_aux)^+ S A_job qd_job + N v_p`` (eq. 6) with
        ``N = I - B^+ B`` the null space of ``B = S A_aux`` and ``v_p`` the posture
        velocity that brings the aux arm to ``aux_posture``,
@@ -477,29 +572,45 @@ class RmcController:
        posture (as the strike experiment does).
     4. Limits: each arm's velocities must lie in the box of
        :func:`~humanoid_balance.core.joint_limits.velocity_box` (position with
-       ``position_margin``, velocity, acceleration). When the exact solution of
-       steps 2-3 leaves a box, the whole job motion is scaled instead of clipping
-       joints one by one: ``qd_job = s d`` (``d`` the unlimited job velocities, so
-       the hand keeps its twist's direction, ``J qd_job = s [v; w]``), with ``s``
-       in the interval where ``s d`` fits the job box (:func:`scale_interval`), and
-       ``qd_aux`` in the aux box: first eq. 6 on ``s d``, at the ``s`` nearest 1 where
-       its aux velocities fit the aux box too (held rows exact, the aux arm moving
-       smoothly); only when no ``s`` does, from one bounded least-squares problem in
-       ``[s, qd_aux]`` whose priorities are the held rows (weight
-       ``primary_weight``), then ``s`` as close to 1 as they allow
-       (:data:`SCALE_WEIGHT`), then the secondary rows; the held rows are then met
-       exactly by :func:`equality_polish`. So the selected momentum stays zero and
-       the job arm slows down along its path when either arm's limits require it;
-       ``job_scale`` reports ``s`` and ``job_exact`` is False when ``s < 1``;
-       ``balance_exact`` is False when the aux arm could not use its unlimited
-       solution. Only when no ``s >= 0`` fits the job box (the direction turns
-       faster than the acceleration limits allow) do the job arm's velocities
-       leave the direction: one bounded least-squares problem in both arms, held
-       rows first, then the job task at the last scale (``job_scale`` NaN); the aux
-       arm then takes eq. 6 for the job velocities found where that fits its box. No
-       command ever leaves the boxes, so no position, velocity or acceleration
-       limit is crossed (the acceleration limit yields to the other two only
-       when they cannot be met together, see ``acceleration_overridden``).
+       ``position_margin``, velocity, acceleration). The regime says what happened
+       (:class:`RmcRegime`, ``job_scale`` ``s``; the hand twist is always ``s`` times
+       the request except in ``TURNING``):
+
+       - ``TRACKING``: the unlimited solution of steps 2-3 lies in both boxes and leaves
+         the job arm a way to brake along its path (:meth:`_scale_cap`); ``s = 1``.
+       - ``SCALED``: otherwise the job velocities are ``qd_job = s d + z n`` (``d`` the
+         unlimited job velocities, ``n`` the unit null vector of ``J``; ``z = 0`` for
+         joint-velocity input), so that ``J qd_job = s [v; w]``: the hand keeps its
+         direction and only slows down. The aux velocities are any in the aux box
+         with the held rows zero, ``S A_job qd_job + S A_aux qd_aux = 0``. Which
+         ``s`` such a solution allows is a linear program in ``(s, z)`` alone: the job
+         box gives 14 half-planes, the image of the aux box under ``S A_aux`` (a
+         zonotope, :func:`zonotope_halfspaces`) the others, and :func:`extreme_scale`
+         solves it exactly at its vertices (why not ``linprog``: there). ``s`` is the
+         largest in ``[0, 1]`` among the motions that look ahead (braking along the
+         path before a position limit, the path's curvature and the self-motion ``z``
+         bounded: :meth:`_ahead_tiers`); where none of those holds the rows, the
+         smallest ``s`` that does with less looking ahead. The aux arm takes eq. 6
+         (with the posture velocity) for that job motion where it fits its box at the
+         same ``s`` (held rows exact, the aux arm moving smoothly), else velocities in
+         its box that meet the held rows exactly (:meth:`_aux_in_box`). So the held
+         rows stay zero wherever any motion along the request within both boxes holds
+         them.
+       - ``STOPPING_JOB``: where none does (the aux arm at its limits), the job arm
+         brakes its whole motion in proportion, at most at its acceleration limits and
+         along the request (:meth:`_stop_job`), and the aux arm cancels as much of the
+         held momentum as its box allows (:meth:`_stop_aux`). Also when the request
+         fell faster than the job arm can brake along it (``s > 1`` then), and when it
+         asks a moving job arm to stop (no job input, or a twist within
+         :data:`STOP_TWIST` of zero: along the last twist asked for, ``job_scale`` 0).
+       - ``TURNING``: only where the job box holds no motion along the request at all
+         (a request that turns faster than the acceleration limits follow): one
+         bounded least-squares problem in both arms, held rows first, then the job
+         task at the last scale; ``job_scale`` the hand twist's part along the request.
+
+       No command ever leaves the boxes, so no position, velocity or acceleration
+       limit is crossed (the acceleration limit yields to the other two only when
+       they cannot be met together, see ``acceleration_overridden``).
     5. Positions integrate the velocities: ``q_cmd += qd dt``.
 
     Args:
@@ -562,19 +673,15 @@ class RmcController:
         posture_acceleration: float = POSTURE_ACCELERATION,
     ) -> None:
         kernels.warm_up()  # every cycle calls kernels (the first one must not compile them)
+        _warm_up()
         if model.floating_base:
             raise ConfigurationError(
                 "RmcController needs the fixed-base humanoid (legs and waist locked, W on the "
                 "ground): build RobotModel(urdf, world_frame='W')")
-        for label, value, low in (("friction_coefficient", friction_coefficient, 0.0),
-                                  ("foot_distance", foot_distance, 0.0),
-                                  ("damping_threshold", damping_threshold, 0.0),
-                                  ("max_damping", max_damping, 0.0),
-                                  ("position_margin", position_margin, 0.0),
-                                  ("regularisation", regularisation, 0.0),
-                                  ("posture_gain", posture_gain, 0.0)):
-            if not np.isfinite(value) or value < low:
-                raise ConfigurationError(f"{label}={value} must be finite and >= {low}")
+        _check_not_negative(friction_coefficient=friction_coefficient, foot_distance=foot_distance,
+                            damping_threshold=damping_threshold, max_damping=max_damping,
+                            position_margin=position_margin, regularisation=regularisation,
+                            posture_gain=posture_gain)
         if reference_point not in REFERENCE_POINTS:
             raise ConfigurationError(
                 f"reference_point={reference_point!r}: expected one of {list(REFERENCE_POINTS)}")
@@ -590,17 +697,8 @@ class RmcController:
             None if support_polygon is None else ConvexPolygon(support_polygon))
         #: False: the aux arm holds still (no RMC), for comparisons
         self.balance_enabled = True
-        arm_names = model.group("right_arm") + model.group("left_arm")
-        if limits is None:
-            lower, upper = model.position_limits(arm_names)
-            limits = JointLimits(
-                arm_names, lower, upper, model.velocity_limits(arm_names),
-                np.array([arm_acceleration_limit(n) for n in arm_names]))
-        self._all_limits = limits
-        self._limit_index = {n: i for i, n in enumerate(limits.names)}
-        missing = [n for n in arm_names if n not in self._limit_index]
-        if missing:
-            raise ConfigurationError(f"limits has no entry for arm joints {missing}")
+        self._all_limits = _arm_limits(model, limits)
+        self._limit_index = {n: i for i, n in enumerate(self._all_limits.names)}
         # constant parts: welded mass, the W point, sizes
         self._mass = model.total_mass
         welded = model.model.inertias[0]
@@ -610,10 +708,8 @@ class RmcController:
         self._gravity = model.gravity
         self._moving_share = (self._mass - self._welded_mass) / self._mass
         self._welded_part = self._welded_mass * self._welded_lever / self._mass
-        for label, value, unit in (("posture_speed", posture_speed, "rad/s"),
-                                   ("posture_acceleration", posture_acceleration, "rad/s^2")):
-            if not math.isfinite(value) or value <= 0:
-                raise ConfigurationError(f"{label}={value} must be finite and > 0 {unit}")
+        _check_positive("posture_speed", posture_speed, "rad/s")
+        _check_positive("posture_acceleration", posture_acceleration, "rad/s^2")
         self.posture_gain = float(posture_gain)
         self.posture_speed = float(posture_speed)
         self.posture_acceleration = float(posture_acceleration)
@@ -628,9 +724,11 @@ class RmcController:
         self.set_selection(selection, secondary)
         self._q_cmd: np.ndarray | None = None
         self._qd_prev = np.zeros(len(self._names))
-        self._h_prev_w = np.zeros(6)
-        self._last_scale = 1.0
+        self._h_prev_w, self._last_scale = np.zeros(6), 1.0
         self._posture_prev = np.zeros(len(self._aux_names))
+        self._drift_data = model.model.createData()  # (the forward differences' own)
+        self._d_prev = np.zeros(self._n_job)  # last cycle's unlimited job velocities [rad/s]
+        self._last_twist: np.ndarray | None = None  # the last non-zero twist asked for
 
     # --- configuration (between cycles) -------------------------------------
 
@@ -723,6 +821,8 @@ class RmcController:
         self.job_arm = job_arm
         order = np.array([old_names.index(n) for n in self._names])
         self._qd_prev = old_qd[order]
+        self._d_prev = np.zeros(self._n_job)
+        self._last_twist = None
         self._posture_prev = np.zeros(len(self._aux_names))
         if old_q is not None:
             self._q_cmd = old_q[order]
@@ -788,6 +888,8 @@ class RmcController:
         self._h_prev_w = a_w @ self._qd_prev
         self._last_scale = 1.0
         self._posture_prev = np.zeros(len(self._aux_names))
+        self._d_prev = np.zeros(self._n_job)
+        self._last_twist = None
 
     def _check_q(self, q: np.ndarray) -> np.ndarray:
         q = np.asarray(q, dtype=float)
@@ -796,6 +898,44 @@ class RmcController:
         if not kernels.all_finite(q):
             raise InvalidInputError("q has non-finite entries: no command is computed from it")
         return q
+
+    def _check_job_input(self, inputs: RmcInput) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The job twist and joint velocities of ``inputs`` as arrays (the twist wins).
+
+        Raises:
+            InvalidInputError: a non-finite or wrongly sized one.
+        """
+        twist = inputs.job_twist
+        if twist is not None:
+            twist = np.asarray(twist, dtype=float)
+            if twist.shape != (6,) or not np.isfinite(twist).all():
+                raise InvalidInputError(
+                    f"job_twist={twist}: expected 6 finite values [vx, vy, vz, wx, wy, wz]")
+        joint_v = inputs.job_joint_velocities
+        if twist is None and joint_v is not None:
+            joint_v = np.asarray(joint_v, dtype=float)
+            if joint_v.shape != (self._n_job,) or not np.isfinite(joint_v).all():
+                raise InvalidInputError(
+                    f"job_joint_velocities={joint_v}: expected {self._n_job} finite values")
+        return twist, joint_v
+
+    def _job_solve(self, cfg: np.ndarray, twist: np.ndarray | None, joint_v: np.ndarray | None,
+                   ) -> tuple[np.ndarray, np.ndarray | None, float, float]:
+        """Step 2: the unlimited job velocities [rad/s], the hand Jacobian (twist mode, else
+        None), ``sigma_min`` and the ``lambda^2`` the damped inverse would use (not used:
+        where it acts the exact pseudo-inverse is returned, which step 4 scales)."""
+        if twist is None:
+            return (np.zeros(self._n_job) if joint_v is None else joint_v.copy()), None, \
+                float("nan"), 0.0
+        jac = pin.computeFrameJacobian(self.model.model, self.model.data, cfg, self._hand_frame,
+                                       pin.LOCAL_WORLD_ALIGNED)[:, self._job_v]
+        qd_job, sigma_min, lam2 = damped_least_squares(jac, twist, self.damping_threshold,
+                                                       self.max_damping)
+        if float(np.abs(twist).max()) <= STOP_TWIST:  # (a zero with rounding: no direction)
+            return np.zeros(self._n_job), jac, sigma_min, 0.0
+        if lam2 > 0.0:  # the damped inverse would turn the hand: the exact one, scaled later
+            qd_job = damped_least_squares(jac, twist, 0.0, 0.0)[0]
+        return qd_job, jac, sigma_min, lam2
 
     def _momentum_about_w(self, cfg: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Arm columns (job, aux) of the momentum matrix about W; the same about the whole
@@ -826,18 +966,7 @@ class RmcController:
         if not math.isfinite(dt) or dt <= 0:
             raise InvalidInputError(f"dt={dt} must be a finite period > 0 s")
         q = self._check_q(inputs.q)
-        twist = inputs.job_twist
-        if twist is not None:
-            twist = np.asarray(twist, dtype=float)
-            if twist.shape != (6,) or not np.isfinite(twist).all():
-                raise InvalidInputError(
-                    f"job_twist={twist}: expected 6 finite values [vx, vy, vz, wx, wy, wz]")
-        joint_v = inputs.job_joint_velocities
-        if twist is None and joint_v is not None:
-            joint_v = np.asarray(joint_v, dtype=float)
-            if joint_v.shape != (self._n_job,) or not np.isfinite(joint_v).all():
-                raise InvalidInputError(
-                    f"job_joint_velocities={joint_v}: expected {self._n_job} finite values")
+        twist, joint_v = self._check_job_input(inputs)
 
         cfg = q.copy()
         cfg[self._arm_q] = self._q_cmd
@@ -846,35 +975,28 @@ class RmcController:
         nj = self._n_job
         a_job = a_ref[:, :nj]
         a_aux = a_ref[:, nj:]
-
-        # job arm (eq. 3)
-        sigma_min = float("nan")
-        lam2 = 0.0
-        jac = None
-        if twist is not None:
-            jac = pin.computeFrameJacobian(self.model.model, self.model.data, cfg, self._hand_frame,
-                                           pin.LOCAL_WORLD_ALIGNED)[:, self._job_v]
-            qd_job, sigma_min, lam2 = damped_least_squares(
-                jac, twist, self.damping_threshold, self.max_damping)
-        elif joint_v is not None:
-            qd_job = joint_v.copy()
-        else:
-            qd_job = np.zeros(nj)
+        qd_job, jac, sigma_min, lam2 = self._job_solve(cfg, twist, joint_v)  # (eq. 3)
+        if twist is not None and float(np.abs(twist).max()) > STOP_TWIST:
+            self._last_twist = twist
         # the limits see the joints half a step of the last velocity ahead: the box's Euler
         # q + qd dt then bounds the trapezoid below, q + (qd_prev + qd) dt / 2, when braking
         box = self._boxer(self._q_cmd, self._qd_prev, dt, ahead=0.5)
         # aux arm (eq. 6), for the job arm's unlimited velocities
         posture = self._posture_velocity(dt)
         qd_aux, s_a_aux = self._aux_solution(a_ref, a_aux, a_job, qd_job, posture)
-        job_exact = kernels.inside(qd_job, box.lower, box.upper, 0)
+        cycle = _Cycle(cfg, box, jac, twist, posture, dt)
+        # (the unlimited motion must also leave a way to brake along its path: _scale_cap)
+        job_exact = lam2 == 0.0 and kernels.inside(qd_job, box.lower, box.upper, 0) and \
+            self._scale_cap(qd_job, cycle, exact_drift=False) >= 1.0
+        self._d_prev = qd_job
         balance_exact = kernels.inside(qd_aux, box.lower, box.upper, nj)
-        scale = 1.0
+        scale, regime = 1.0, RmcRegime.TRACKING
         if not (job_exact and balance_exact):
-            limited = self._limited(qd_job, s_a_aux, a_aux, a_job, box, jac, twist, posture)
-            qd_job, qd_aux = np.ascontiguousarray(limited[0]), np.ascontiguousarray(limited[1])
-            scale = limited[2]
-            job_exact = scale == 1.0
-        if math.isfinite(scale):
+            limited = self._limited(qd_job, s_a_aux, a_aux, a_job, cycle)
+            qd_job, qd_aux = np.ascontiguousarray(limited.job), np.ascontiguousarray(limited.aux)
+            scale, regime = limited.scale, limited.regime
+            job_exact = regime is RmcRegime.TRACKING
+        if regime is not RmcRegime.TURNING:
             self._last_scale = scale
 
         qd, h_job, h_aux, h, h_w, rate, q_next = kernels.commit(
@@ -908,7 +1030,7 @@ class RmcController:
             momentum_rate=rate, selected_momentum=h[self._s_index], twist_error=twist_error,
             job_exact=job_exact, balance_exact=balance_exact, saturated_joints=saturated,
             acceleration_overridden=overridden, sigma_min=sigma_min, damping=lam2,
-            indicators=indicators, job_scale=scale)
+            indicators=indicators, job_scale=scale, regime=regime)
 
     def _aux_solution(self, a_ref: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
                       qd_job: np.ndarray, posture: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -933,33 +1055,371 @@ class RmcController:
         return qd_aux, s_a_aux
 
     def _limited(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
-                 a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
-                 twist: np.ndarray | None, posture: np.ndarray,
-                 ) -> tuple[np.ndarray, np.ndarray, float]:
+                 a_job: np.ndarray, cycle: _Cycle) -> _Limited:
         """Both arms' velocities inside the box when the exact solution leaves it (step 4).
 
-        Returns:
-            ``qd_job``, ``qd_aux`` and the job scale (``nan``: the direction could not be kept).
+        The job velocities are ``basis @ [s, z]`` with ``basis = [d, n]``
+        (:meth:`_job_basis`); the ``s`` at which some aux velocities in their box hold the
+        rows comes from :func:`extreme_scale` over the job's half-planes and those of the
+        aux box's zonotope (:func:`zonotope_halfspaces`): the largest with the job's
+        half-planes that look furthest ahead (:meth:`_ahead_tiers`), else the smallest
+        with those of the next tier that has one, down to the job box alone; where none
+        has, :meth:`_stop_job`. Where even the job box's ``s <= 1`` leaves no motion (the
+        request fell faster than the job arm can brake), ``s`` may exceed 1.
         """
-        nj = self._n_job
-        lo_job, hi_job = box.lower[:nj], box.upper[:nj]
+        nj, box = self._n_job, cycle.box
         lo_aux, hi_aux = box.lower[nj:], box.upper[nj:]
-        interval = scale_interval(qd_job, lo_job, hi_job)
-        if interval is None:  # no scale fits (the direction turned faster than the box allows)
-            qd_job, qd_aux = self._nearest_solve(qd_job, s_a_aux, a_aux, a_job, box, jac, twist,
-                                                 posture)
-            return qd_job, qd_aux, float("nan")
-        s_lo, s_hi = interval
-        if not self.balance_enabled:
-            scale = min(max(1.0, s_lo), s_hi)
-            return scale * qd_job, np.clip(np.zeros(len(lo_aux)), lo_aux, hi_aux), scale
-        exact = self._scaled_exact(qd_job, s_a_aux, a_job, s_lo, s_hi, lo_aux, hi_aux, posture)
-        if exact is not None:
-            scale, qd_aux = exact
+        basis = self._job_basis(qd_job, cycle.jac)
+        if not np.any(qd_job) and np.any(self._qd_prev[:nj]):
+            # a request to stop from a motion the box cannot stop at once: brake that motion
+            # in proportion along the last request's direction (job_scale 0: the request's)
+            last = self._qd_prev[:nj] if cycle.jac is None or self._last_twist is None else \
+                damped_least_squares(cycle.jac, self._last_twist, 0.0, 0.0)[0]
+            stop = self._stop_job(qd_job, s_a_aux, a_aux, a_job, cycle,
+                                  self._job_basis(last, cycle.jac), [],
+                                  1e-12 * (1.0 + float(np.abs(last).max())))
+            return stop._replace(scale=0.0)
+        tol = 1e-12 * (1.0 + float(np.abs(basis).max()))
+        plain = _job_halfplanes(basis, box.lower[:nj], box.upper[:nj])
+        if extreme_scale(*plain, tol, lowest=True) is None:
+            # the request fell faster than the job arm can brake: along it, as fast as it can
+            faster = extreme_scale(*_job_halfplanes(basis, box.lower[:nj], box.upper[:nj],
+                                                    math.inf), tol, lowest=True)
+            if faster is not None:
+                plain = _job_halfplanes(basis, box.lower[:nj], box.upper[:nj], faster[0])
+        ahead, tiers = self._ahead_tiers(basis, cycle, plain, tol)
+        held = a_job[self._s_index] @ basis  # the held rows per unit s and z
+        # (without balance the aux arm holds still, as near zero as its box allows)
+        aux_rows = _zonotope_rows(held, s_a_aux, lo_aux, hi_aux) if self.balance_enabled else \
+            (np.zeros((0, 2)), np.zeros(0))
+        along, lowest = None, False
+        # the largest s looking ahead; past that the motion is already faster than looking
+        # ahead allows: the smallest s that holds the rows
+        candidates = [(True, tier) for tier in tiers]
+        if ahead is not None:
+            candidates.insert(0, (False, ahead))
+        for lowest, (rows, bound) in candidates:
+            along = extreme_scale(np.vstack([rows, aux_rows[0]]),
+                                  np.concatenate([bound, aux_rows[1]]), tol, lowest=lowest)
+            if along is not None:
+                break
+        if along is None:
+            return self._stop_job(qd_job, s_a_aux, a_aux, a_job, cycle, basis, tiers, tol)
+        s = along[0]
+        smooth = None if lowest or self._s2_index.size or not self.balance_enabled else \
+            self._smooth(basis, held, s_a_aux, cycle.posture, (rows, bound, tol), lo_aux, hi_aux)
+        if smooth is not None and smooth[0] >= s - SCALE_TOLERANCE:
+            s, qd_job, qd_aux = smooth
         else:
-            scale, qd_aux = self._scaled_solve(qd_job, s_a_aux, a_aux, a_job, s_lo, s_hi,
-                                               lo_aux, hi_aux, posture)
-        return scale * qd_job, qd_aux, scale
+            qd_job = basis @ np.array(along)
+            qd_aux = self._aux_in_box(s_a_aux, a_aux, a_job, qd_job, cycle.posture, lo_aux,
+                                      hi_aux) if self.balance_enabled else \
+                np.clip(np.zeros(len(lo_aux)), lo_aux, hi_aux)
+        return _Limited(np.clip(qd_job, box.lower[:nj], box.upper[:nj]), qd_aux, s, _regime(s))
+
+    def _job_basis(self, qd_job: np.ndarray, jac: np.ndarray | None) -> np.ndarray:
+        """``[d, n]`` (n_job x 2): the unlimited job velocities and the unit null vector of the
+        hand Jacobian (twist mode; a zero column for joint-velocity input), so that every
+        ``qd = s d + z n`` moves the hand by ``s J d``.
+
+        The null vector is the last right singular vector of the 6 x 7 ``J`` (exactly in
+        its null space: the seventh singular value is zero). A second, lost direction at
+        a singularity is not used.
+        """
+        n = np.zeros_like(qd_job)
+        if jac is not None and jac.shape[0] < jac.shape[1]:
+            n = np.linalg.svd(jac)[2][-1]
+        return np.column_stack([qd_job, n])
+
+    def _ahead_tiers(self, basis: np.ndarray, cycle: _Cycle,
+                     plain: tuple[np.ndarray, np.ndarray], tol: float,
+                     ) -> tuple[tuple[np.ndarray, np.ndarray] | None,
+                                list[tuple[np.ndarray, np.ndarray]]]:
+        """The job's half-planes in ``(s, z)`` that look furthest ahead (None where they leave no
+        motion), and the fallbacks, looking less ahead, down to the job box alone (``plain``).
+
+        A motion that uses each joint's box to the full this cycle can leave none next
+        cycle that keeps the direction: the joints must then change in proportion, so one
+        joint's limit holds back all the others. Hence, in every tier, the box and
+
+        - the self-motion (in the Jacobian's null space, orthogonal to ``d``) no faster
+          than :meth:`_null_caps` (its curvature and its braking before a position
+          limit; where the box cannot brake to that in one cycle, the nearest ``z`` it
+          allows);
+
+        in the first two also ``|z| <= s max(NULL_SHARE |d|, |z_0| / s_0)`` (with
+        ``(s_0, z_0)`` the last command's coordinates): self-motion may not outgrow the
+        motion along the path, and brakes with it, so that the path cannot come to rest
+        while the arm still turns in its null space; and in the first also ``s`` at most
+        :meth:`_scale_cap`, the speed from which the arm can brake along the path before a
+        position limit and at which the path's curvature takes at most
+        :data:`DRIFT_SHARE` of each acceleration limit (where the box cannot brake to it
+        in one cycle, the lowest ``s`` it allows). The last is the job box alone.
+        """
+        rows, bound = plain
+        d, n = basis[:, 0], basis[:, 1]
+        box = cycle.box
+        z_low, z_high = _null_range(rows, bound, basis, box.lower[:self._n_job],
+                                    box.upper[:self._n_job], tol) if np.any(n) else (0.0, 0.0)
+        least = 0.0 if z_low <= 0.0 <= z_high else min(abs(z_low), abs(z_high))
+        up, down = self._null_caps(n, cycle)
+        capped = (np.vstack([rows, [[0.0, 1.0], [0.0, -1.0]]]),
+                  np.concatenate([bound, [max(up, z_low), max(down, -z_high)]]))
+        d2 = float(d @ d)
+        prev = self._qd_prev[:self._n_job]
+        s0 = float(prev @ d) / d2 if d2 > 0.0 else 0.0
+        slope, offset = NULL_SHARE * math.sqrt(d2), 0.0
+        if s0 > 1e-6:
+            slope = max(slope, abs(float(prev @ n)) / s0)
+        else:  # no motion along the path yet: self-motion brakes as fast as the box allows
+            offset = least
+        null = (np.vstack([capped[0], [[-slope, 1.0], [-slope, -1.0]]]),
+                np.concatenate([capped[1], [offset, offset]]))
+        lowest = extreme_scale(*null, tol, lowest=True)
+        if lowest is None:
+            return None, [null, capped, plain]
+        cap = max(self._scale_cap(d, cycle), lowest[0])
+        ahead = (np.vstack([null[0], [[1.0, 0.0]]]), np.concatenate([null[1], [cap]]))
+        return ahead, [null, capped, plain]
+
+    def _null_caps(self, n: np.ndarray, cycle: _Cycle) -> tuple[float, float]:
+        """The largest self-motion speeds [rad/s] along ``+n`` and ``-n`` (unit null vector).
+
+        Each is the least of: the speed at which the turning of the null space,
+        ``z^2 (dn/dq) n`` (a forward difference 1e-6 rad along ``n``), needs at most
+        :data:`NULL_DRIFT_SHARE` of each job joint's acceleration limit; and the speed
+        from which the self-motion can brake in proportion before a position limit, as
+        :meth:`_scale_cap` for the path (:func:`_braking_scale`). Infinite without one.
+        """
+        if cycle.jac is None or not np.any(n):
+            return math.inf, math.inf
+        nj, dt = self._n_job, cycle.dt
+        acceleration = self._limits.acceleration[:nj]
+        step = 1e-6
+        shifted = cycle.cfg.copy()
+        shifted[self._arm_q[:nj]] += step * n
+        jac = pin.computeFrameJacobian(self.model.model, self._drift_data, shifted,
+                                       self._hand_frame, pin.LOCAL_WORLD_ALIGNED)[:, self._job_v]
+        moved = np.linalg.svd(jac)[2][-1]
+        moved = moved if float(moved @ n) >= 0.0 else -moved  # (an SVD's sign is arbitrary)
+        drift = np.abs(moved - n) / step
+        curved = drift > 0
+        cap = math.inf if not curved.any() else float(
+            np.sqrt(np.min(NULL_DRIFT_SHARE * acceleration[curved] / drift[curved])))
+        q = np.ascontiguousarray(cycle.cfg[self._arm_q[:nj]] + 0.5 * self._qd_prev[:nj] * dt)
+        upper = self._limits.upper[:nj] - self.position_margin
+        lower = self._limits.lower[:nj] + self.position_margin
+        up, down = (_braking_scale(np.ascontiguousarray(sign * n), q, upper, lower, acceleration,
+                                   dt, 1.0 - DRIFT_SHARE, PATH_BRAKING_FLOOR, cap)
+                    for sign in (1.0, -1.0))
+        return up, down
+
+    def _scale_cap(self, direction: np.ndarray, cycle: _Cycle, exact_drift: bool = True,
+                   braking: bool = True) -> float:
+        """The largest ``s`` (at most 1) from which ``qd = s d`` can brake along its path
+        (without ``braking``: only the curvature's part below).
+
+        The job arm keeps its direction while braking only if every joint slows in
+        proportion: ``s`` can fall at most at ``min_j a_j / |d_j|``, so joint ``i``
+        brakes at ``a_i r_i`` with ``r_i = (|d_i| / a_i) / max_j (|d_j| / a_j)`` (at least
+        :data:`PATH_BRAKING_FLOOR`), not at its own ``a_i``, and ``1 - DRIFT_SHARE`` of that
+        is left beside the path's curvature: its speed towards a position limit is at most
+        the stopping speed (:func:`~humanoid_balance.core.joint_limits.stopping_speed`) at
+        that acceleration (:func:`_braking_scale`). And at a constant ``s`` the joints
+        accelerate by ``s^2 (dd/dq) d`` (:meth:`_path_drift`), which grows without bound
+        near a singularity: ``s^2 |(dd/dq) d|_i <= DRIFT_SHARE a_i``. Without
+        ``exact_drift`` (the exact solution's check, every cycle) that difference is
+        taken only where ``d`` changed since the last cycle by more than
+        ``DRIFT_SHARE a dt`` in some joint (a change that includes the request's own).
+        """
+        nj, dt = self._n_job, cycle.dt
+        acceleration = self._limits.acceleration[:nj]
+        # the commanded positions, half a step ahead as the box sees them
+        q = cycle.cfg[self._arm_q[:nj]] + 0.5 * self._qd_prev[:nj] * dt
+        margin = self.position_margin
+        cap = 1.0 if not braking else _braking_scale(
+            np.ascontiguousarray(direction), np.ascontiguousarray(q),
+            self._limits.upper[:nj] - margin, self._limits.lower[:nj] + margin, acceleration,
+            dt, 1.0 - DRIFT_SHARE, PATH_BRAKING_FLOOR, 1.0)
+        if cycle.jac is None or (not exact_drift and np.all(
+                np.abs(direction - self._d_prev) <= DRIFT_SHARE * acceleration * dt)):
+            return cap
+        drift = np.abs(self._path_drift(direction, cycle))
+        curved = drift > 0
+        if curved.any():
+            cap = min(cap, float(np.sqrt(np.min(DRIFT_SHARE * acceleration[curved]
+                                                / drift[curved]))))
+        return cap
+
+    def _path_drift(self, direction: np.ndarray, cycle: _Cycle) -> np.ndarray:
+        """``(dd/dq) d`` [rad/s^2 per unit s^2]: the job joints' acceleration that keeps the hand
+        on ``qd = s d(q)`` at a constant ``s`` (twist mode; zero for joint-velocity input,
+        whose path is straight in joint space), by a forward difference of the exact job
+        solve (:func:`damped_least_squares` without damping) 1e-6 rad along ``d``."""
+        size = float(np.abs(direction).max())
+        if cycle.jac is None or cycle.twist is None or size <= 0.0:
+            return np.zeros_like(direction)
+        step = 1e-6 / size
+        shifted = cycle.cfg.copy()
+        shifted[self._arm_q[:self._n_job]] += step * direction
+        jac = pin.computeFrameJacobian(self.model.model, self._drift_data, shifted,
+                                       self._hand_frame, pin.LOCAL_WORLD_ALIGNED)[:, self._job_v]
+        moved = damped_least_squares(jac, cycle.twist, 0.0, 0.0)[0]
+        return np.asarray((moved - direction) / step)
+
+    def _smooth(self, basis: np.ndarray, held: np.ndarray, s_a_aux: np.ndarray,
+                posture: np.ndarray, job: tuple[np.ndarray, np.ndarray, float],
+                lo_aux: np.ndarray, hi_aux: np.ndarray,
+                ) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """The largest ``s`` at which eq. 6 (posture velocity included) fits the aux box within
+        the job's half-planes ``job = (rows, bound, tol)``, with the job and the aux
+        velocities there; None when it fits nowhere.
+
+        Eq. 6 is linear in ``(s, z)``: ``qd_aux = c + E [s, z]`` with ``c`` the posture
+        velocity's part in the rows' null space and ``E = -B^+ S A_job [d, n]``, so its
+        aux box is 14 more half-planes in ``(s, z)``. The held rows are exact for every
+        ``(s, z)`` and the aux velocities change with the job motion and the box only:
+        a bounded solve, free to put the aux arm anywhere in the rows' null space, put it
+        on another corner of its box nearly every cycle (its acceleration reversed in
+        58-65 % of the joint-cycles along the strike at 2-3x its speed,
+        ``tools/limit_chatter.py``).
+        """
+        rows, bound, tol = job
+        c = posture + minimum_norm_least_squares(s_a_aux, -(s_a_aux @ posture))
+        e = np.column_stack([minimum_norm_least_squares(s_a_aux, -held[:, i]) for i in (0, 1)])
+        e_rows, e_bound = _box_halfplanes(e, lo_aux - c, hi_aux - c)
+        found = extreme_scale(np.vstack([rows, e_rows]), np.concatenate([bound, e_bound]), tol)
+        if found is None:
+            return None
+        return found[0], basis @ np.array(found), np.clip(c + e @ np.array(found), lo_aux,
+                                                           hi_aux)
+
+    def _aux_in_box(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
+                    qd_job: np.ndarray, posture: np.ndarray, lo_aux: np.ndarray,
+                    hi_aux: np.ndarray, held: bool = True) -> np.ndarray:
+        """Aux velocities in their box: the held rows for ``qd_job`` first, then the secondary
+        rows, then nearest eq. 6 with the posture velocity.
+
+        Where ``held`` (some aux velocities in the box hold the rows) and there are no
+        secondary rows, eq. 6 clipped to the box and corrected onto the held rows by the
+        joints not at a bound (:func:`equality_polish`) is tried first. Else, or where
+        that leaves a residual: one bounded least-squares problem (held rows weighted
+        :attr:`primary_weight`, secondary rows 1, the distance to eq. 6
+        :attr:`regularisation`) polished the same way; where ``held`` and that still
+        leaves a residual, the held rows alone (scipy's BVLS can fail on the weighted
+        problem, whose weights span ten orders of magnitude). The smallest residual is
+        kept: without ``held`` the smallest the box allows (up to the weights).
+        """
+        target = -(a_job[self._s_index] @ qd_job)
+        reference = self._eq6(s_a_aux, a_job, qd_job, posture)
+        exact = 1e-13 * (1.0 + float(np.abs(target).max()))
+        best = equality_polish(s_a_aux, target, np.clip(reference, lo_aux, hi_aux), lo_aux,
+                               hi_aux)
+        best_residual = float(np.abs(s_a_aux @ best - target).max())
+        if held and not self._s2_index.size and best_residual <= exact:
+            return best
+        rows, rhs = [self.primary_weight * s_a_aux], [self.primary_weight * target]
+        if self._s2_index.size:
+            rows.append(a_aux[self._s2_index])
+            rhs.append(-(a_job[self._s2_index] @ qd_job))
+        rows.append(self.regularisation * np.eye(len(lo_aux)))
+        rhs.append(self.regularisation * reference)
+        if held:  # (at the largest scale the rows' target lies on the zonotope's boundary)
+            x = boundary_preimage(s_a_aux, target, lo_aux, hi_aux)
+            if x is not None and not self._s2_index.size:
+                residual = float(np.abs(s_a_aux @ x - target).max())
+                if residual <= exact:
+                    return x
+                if residual < best_residual:
+                    best, best_residual = x, residual
+        problems = [(np.vstack(rows), np.concatenate(rhs))]
+        if held:
+            problems.append((s_a_aux, target))
+        for a, b in problems:
+            x = _bvls(a, b, lo_aux, hi_aux)
+            if not np.all(np.isfinite(x)):
+                continue
+            x = equality_polish(s_a_aux, target, np.clip(x, lo_aux, hi_aux), lo_aux, hi_aux)
+            residual = float(np.abs(s_a_aux @ x - target).max())
+            if residual < best_residual or (self._s2_index.size and residual <= exact):
+                best, best_residual = x, residual
+            if residual <= exact:
+                break
+        return best
+
+    def _stop_aux(self, s_a_aux: np.ndarray, a_aux: np.ndarray, a_job: np.ndarray,
+                  qd_job: np.ndarray, posture: np.ndarray, lo_aux: np.ndarray,
+                  hi_aux: np.ndarray) -> np.ndarray:
+        """Aux velocities in their box that cancel the largest share of the held rows' momentum:
+        the target ``y = -S A_job qd_job`` moved towards the centre ``m`` of the box's image
+        to where it enters it, ``m + a (y - m)`` with the largest ``a <= 1``
+        (:func:`zonotope_halfspaces`), then found exactly (:func:`boundary_preimage`); where
+        that fails, and with secondary rows, a bounded least-squares problem
+        (:meth:`_aux_in_box`)."""
+        target = -(a_job[self._s_index] @ qd_job)
+        centre = s_a_aux @ (0.5 * (lo_aux + hi_aux))
+        normals, offsets = zonotope_halfspaces(s_a_aux * (0.5 * (hi_aux - lo_aux)))
+        reach = normals @ (target - centre)
+        out = reach > offsets
+        if not self._s2_index.size and out.any():
+            share = float(np.min(offsets[out] / reach[out]))
+            x = boundary_preimage(s_a_aux, centre + share * (target - centre), lo_aux, hi_aux)
+            if x is not None:
+                return x
+        return self._aux_in_box(s_a_aux, a_aux, a_job, qd_job, posture, lo_aux, hi_aux,
+                                held=not out.any())
+
+    def _stop_job(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
+                  a_job: np.ndarray, cycle: _Cycle, basis: np.ndarray,
+                  job_tiers: list[tuple[np.ndarray, np.ndarray]], tol: float) -> _Limited:
+        """``STOPPING_JOB``: no motion along the request holds the rows; the job arm brakes
+        along it, at most at its acceleration limits, and the aux arm comes as near to
+        holding the rows as its box allows.
+
+        The job arm brakes its whole motion in proportion, ``(s, z) = l (s_0, z_0)`` with
+        ``(s_0, z_0)`` the last command's coordinates and ``l`` the smallest the job box
+        allows: path and self-motion come to rest together. Where that line misses the box
+        (the motion turned), the smallest ``s`` of the first of ``job_tiers`` that has any.
+        """
+        nj, box = self._n_job, cycle.box
+        d2 = float(basis[:, 0] @ basis[:, 0])
+        prev = self._qd_prev[:nj]
+        coords = np.array([max(float(prev @ basis[:, 0]) / d2, 0.0) if d2 > 0.0 else 0.0,
+                           float(prev @ basis[:, 1])])
+        lowest = None
+        if np.any(coords):
+            line = _job_halfplanes(np.column_stack([basis @ coords, np.zeros(nj)]),
+                                   box.lower[:nj], box.upper[:nj])
+            found = extreme_scale(*line, tol, lowest=True)
+            if found is not None:
+                lowest = (found[0] * float(coords[0]), found[0] * float(coords[1]))
+        for rows, bound in job_tiers if lowest is None else ():
+            lowest = extreme_scale(rows, bound, tol, lowest=True)
+            if lowest is not None:
+                break
+        if lowest is None:
+            return self._turning(qd_job, s_a_aux, a_aux, a_job, cycle)
+        job = np.clip(basis @ np.array(lowest), box.lower[:nj], box.upper[:nj])
+        if self.balance_enabled:
+            aux = self._stop_aux(s_a_aux, a_aux, a_job, job, cycle.posture, box.lower[nj:],
+                                 box.upper[nj:])
+        else:
+            aux = np.clip(np.zeros(len(box.lower) - nj), box.lower[nj:], box.upper[nj:])
+        return _Limited(job, aux, lowest[0], RmcRegime.STOPPING_JOB)
+
+    def _turning(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
+                 a_job: np.ndarray, cycle: _Cycle) -> _Limited:
+        """``TURNING``: no job motion in its box keeps the direction (:meth:`_nearest_solve`);
+        the scale reported is the achieved hand twist's part along the request, in [0, 1]."""
+        job, aux = self._nearest_solve(qd_job, s_a_aux, a_aux, a_job, cycle.box, cycle.jac,
+                                       cycle.twist, cycle.posture)
+        if cycle.jac is not None:
+            wanted, got = cycle.jac @ qd_job, cycle.jac @ job
+        else:
+            wanted, got = qd_job, job
+        norm2 = float(wanted @ wanted)
+        scale = min(max(float(got @ wanted) / norm2, 0.0), 1.0) if norm2 > 0 else 0.0
+        return _Limited(job, aux, scale, RmcRegime.TURNING)
 
     def _eq6(self, s_a_aux: np.ndarray, a_job: np.ndarray, qd_job: np.ndarray,
              posture: np.ndarray) -> np.ndarray:
@@ -967,68 +1427,6 @@ class RmcController:
         for the job arm's ``qd_job``, ``v_p + B^+ (-S A_job qd_job - B v_p)``."""
         return posture + minimum_norm_least_squares(
             s_a_aux, -(a_job[self._s_index] @ qd_job) - s_a_aux @ posture)
-
-    def _scaled_exact(self, direction: np.ndarray, s_a_aux: np.ndarray, a_job: np.ndarray,
-                      s_lo: float, s_hi: float, lo_aux: np.ndarray, hi_aux: np.ndarray,
-                      posture: np.ndarray) -> tuple[float, np.ndarray] | None:
-        """The job scale ``s`` nearest 1 at which eq. 6's aux velocities for ``s d`` fit the aux
-        box too, and those velocities; None when none does (or with secondary rows).
-
-        Eq. 6 is linear in the job velocities: ``qd_aux(s) = c + s g`` with ``c`` the
-        posture velocity's part in the rows' null space and ``g = -B^+ S A_job d``, so
-        the scales that keep every aux joint in its box form an interval
-        (:func:`scale_interval`, shifted by ``c``). The held rows are then exact for
-        every ``s``, and the aux velocities change with ``s`` and the box only: the
-        bounded solve of :meth:`_scaled_solve`, which may move the aux arm anywhere in the
-        rows' null space for a larger ``s``, put it on another corner of its box nearly
-        every cycle (its acceleration reversed in 58-65 % of the joint-cycles along the
-        strike at 2-3x its speed, ``tools/limit_chatter.py``).
-        """
-        if self._s2_index.size:
-            return None
-        c = self._eq6(s_a_aux, a_job, np.zeros_like(direction), posture)
-        g = self._eq6(s_a_aux, a_job, direction, np.zeros_like(posture))
-        interval = scale_interval(g, lo_aux - c, hi_aux - c)
-        if interval is None:
-            return None
-        lo, hi = max(s_lo, interval[0]), min(s_hi, interval[1])
-        if lo > hi:
-            return None
-        scale = min(max(1.0, lo), hi)
-        # (clipped: a rounding at a bound must not leave the box)
-        return scale, np.clip(c + scale * g, lo_aux, hi_aux)
-
-    def _scaled_solve(self, direction: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
-                      a_job: np.ndarray, s_lo: float, s_hi: float, lo_aux: np.ndarray,
-                      hi_aux: np.ndarray, posture: np.ndarray) -> tuple[float, np.ndarray]:
-        """Job scale ``s`` and ``qd_aux``: held rows first, then ``s`` near 1, then secondary rows.
-
-        One bounded least-squares problem in ``x = [s, qd_aux]`` with the held rows
-        weighted :attr:`primary_weight`, the scale :data:`SCALE_WEIGHT`, the secondary
-        rows 1 and the aux velocities' distance to the posture velocity ``v_p``
-        :attr:`regularisation`; then the held rows are
-        met exactly by a minimum-norm correction of the aux joints not at a bound
-        (:func:`equality_polish`).
-        """
-        n = a_aux.shape[1]
-        w = self.primary_weight
-        b_job = a_job[self._s_index] @ direction
-        rows = [np.column_stack([w * b_job, w * s_a_aux]),
-                np.concatenate([[SCALE_WEIGHT], np.zeros(n)])[None, :]]
-        target = [np.zeros(len(b_job)), np.array([SCALE_WEIGHT])]
-        if self._s2_index.size:
-            rows.append(np.column_stack([a_job[self._s2_index] @ direction,
-                                         a_aux[self._s2_index]]))
-            target.append(np.zeros(self._s2_index.size))
-        rows.append(np.column_stack([np.zeros(n), self.regularisation * np.eye(n)]))
-        target.append(self.regularisation * posture)
-        s_top = max(s_lo, min(1.0, s_hi))
-        x = _bvls(np.vstack(rows), np.concatenate(target),
-                  np.concatenate([[s_lo], lo_aux]), np.concatenate([[s_top], hi_aux]))
-        scale = float(x[0])
-        qd_aux = equality_polish(s_a_aux, -scale * b_job, np.clip(x[1:], lo_aux, hi_aux),
-                                 lo_aux, hi_aux)
-        return scale, qd_aux
 
     def _nearest_solve(self, qd_job: np.ndarray, s_a_aux: np.ndarray, a_aux: np.ndarray,
                        a_job: np.ndarray, box: VelocityBox, jac: np.ndarray | None,
@@ -1093,74 +1491,354 @@ class RmcController:
 
 
 def _bvls(a: np.ndarray, b: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """``min |a x - b|^2`` subject to ``lower <= x <= upper`` (BVLS); fixed entries eliminated."""
-    free = upper - lower > 0
-    if free.all():
-        return np.asarray(lsq_linear(a, b, bounds=(lower, upper), method="bvls").x)
+    """``min |a x - b|^2`` subject to ``lower <= x <= upper`` (BVLS); fixed entries eliminated;
+    NaN where scipy's BVLS divides by zero (its warning silenced: the caller checks).
+
+    An entry whose bounds are less than 1e-12 (relative) apart counts as fixed (at its lower
+    bound): scipy's BVLS can stall on such a sliver of a box, far from the minimum.
+    """
+    free = upper - lower > 1e-12 * (1.0 + np.abs(lower))
     x = lower.copy()
     if np.any(free):
         rhs = b - a[:, ~free] @ lower[~free]
-        x[free] = lsq_linear(a[:, free], rhs, bounds=(lower[free], upper[free]), method="bvls").x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x[free] = lsq_linear(a[:, free], rhs, bounds=(lower[free], upper[free]),
+                                 method="bvls").x
     return x
 
 
-def scale_interval(direction: np.ndarray, lower: np.ndarray,
-                   upper: np.ndarray) -> tuple[float, float] | None:
-    """The scales ``s >= 0`` with ``lower <= s * direction <= upper``, or None when there is none.
+@kernels.compiled
+def _braking_scale(direction: np.ndarray, q: np.ndarray, upper: np.ndarray, lower: np.ndarray,
+                   acceleration: np.ndarray, dt: float, share: float, floor: float,
+                   ceiling: float) -> float:
+    """The largest ``s <= ceiling`` at which every joint of ``qd = s d`` is at most its stopping speed
+    towards the limit it moves to, braking at ``share a_i max(r_i, floor)`` with
+    ``r_i = (|d_i| / a_i) / max_j (|d_j| / a_j)`` (:meth:`RmcController._scale_cap`;
+    :func:`~humanoid_balance.core.joint_limits.stopping_speed` per joint)."""
+    n = direction.shape[0]
+    top = 0.0
+    for i in range(n):
+        top = max(top, abs(direction[i]) / acceleration[i])
+    cap = ceiling
+    if top <= 0.0:
+        return cap
+    for i in range(n):
+        d = direction[i]
+        if d == 0.0:
+            continue
+        a = share * acceleration[i] * max(abs(d) / acceleration[i] / top, floor)
+        room = upper[i] - q[i] if d > 0.0 else q[i] - lower[i]
+        half = 0.5 * a * dt
+        reach = max(room - a * dt * dt / 8.0, 0.0)
+        cap = min(cap, (math.sqrt(half * half + 2.0 * a * reach) - half) / abs(d))
+    return cap
+
+
+def _warm_up() -> None:
+    """Compile this module's kernel now (:func:`humanoid_balance.core.kernels.warm_up`)."""
+    extreme_scale(np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]), np.ones(4))
+    v = np.ones(2)
+    _braking_scale(v, v, v, -v, v, 0.002, 0.5, 1e-3, 1.0)
+
+
+class _Cycle(NamedTuple):
+    """What a limited cycle's solves need besides the momentum matrices."""
+
+    cfg: np.ndarray  # the configuration with the commanded arm positions
+    box: VelocityBox  # both arms' velocity box [rad/s]
+    jac: np.ndarray | None  # the job hand's Jacobian (twist mode)
+    twist: np.ndarray | None  # the requested hand twist (twist mode)
+    posture: np.ndarray  # the aux posture velocity [rad/s]
+    dt: float  # the period [s]
+
+
+class _Limited(NamedTuple):
+    """A limited cycle's job and aux velocities [rad/s], job scale and regime."""
+
+    job: np.ndarray
+    aux: np.ndarray
+    scale: float
+    regime: RmcRegime
+
+
+def _regime(scale: float) -> RmcRegime:
+    """TRACKING at ``s = 1``, SCALED below, STOPPING_JOB above (braking towards a request that
+    fell faster than the acceleration limits follow)."""
+    if scale == 1.0:
+        return RmcRegime.TRACKING
+    return RmcRegime.SCALED if scale < 1.0 else RmcRegime.STOPPING_JOB
+
+
+#: ``0 <= s <= top`` as half-planes in ``(s, z)`` (:func:`_job_halfplanes`).
+_SCALE_ROWS = np.array([[1.0, 0.0], [-1.0, 0.0]])
+
+
+def _null_range(rows: np.ndarray, bound: np.ndarray, basis: np.ndarray, lower: np.ndarray,
+                upper: np.ndarray, tol: float) -> tuple[float, float]:
+    """The least and the largest ``z`` in the job's region ``rows @ [s, z] <= bound`` ((0, 0) when
+    it is empty), with ``[lower, upper]`` the job box of ``qd = basis @ [s, z]`` and the last
+    two rows ``0 <= s <= top`` (:func:`_job_halfplanes`).
+
+    The joint that moves most with ``z`` bounds it on its own (the box and ``s <= top``):
+    those two half-planes start :func:`extreme_scale` where the rest would leave it to
+    crossings of nearly parallel lines.
+    """
+    i = int(np.argmax(np.abs(basis[:, 1])))
+    top = float(bound[-2])
+    reach = (max(abs(float(lower[i])), abs(float(upper[i]))) + top * abs(float(basis[i, 0]))) \
+        / abs(float(basis[i, 1]))
+    swapped = np.vstack([rows[:, ::-1], [[1.0, 0.0], [-1.0, 0.0]]])  # (z, s)
+    bound = np.concatenate([bound, [reach, reach]])
+    high = extreme_scale(swapped, bound, tol)
+    low = extreme_scale(swapped, bound, tol, lowest=True)
+    if high is None or low is None:
+        return 0.0, 0.0
+    return low[0], high[0]
+
+
+def _box_halfplanes(columns: np.ndarray, lower: np.ndarray,
+                    upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lower <= columns @ p <= upper`` as half-planes ``rows @ p <= bound``."""
+    return np.vstack([columns, -columns]), np.concatenate([upper, -lower])
+
+
+def _job_halfplanes(basis: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                    top: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The job box for ``qd = basis @ [s, z]`` and ``0 <= s <= top`` as half-planes in ``(s, z)``."""
+    rows, bound = _box_halfplanes(basis, lower, upper)
+    return np.vstack([rows, _SCALE_ROWS]), np.concatenate([bound, [top, 0.0]])
+
+
+def _zonotope_rows(held: np.ndarray, s_a_aux: np.ndarray, lo_aux: np.ndarray,
+                   hi_aux: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Half-planes in ``(s, z)`` where some aux velocities in ``[lo_aux, hi_aux]`` hold the rows.
+
+    The rows are held when ``-held @ [s, z]`` lies in the zonotope ``{B x : lo <= x <= hi}``
+    (``B = S A_aux``), the centre ``B (lo + hi) / 2`` plus the generators
+    ``B_i (hi_i - lo_i) / 2`` (:func:`zonotope_halfspaces`).
+    """
+    centre = s_a_aux @ (0.5 * (lo_aux + hi_aux))
+    generators = s_a_aux * (0.5 * (hi_aux - lo_aux))
+    thin = 1e-12 * (1.0 + float(np.abs(generators).sum()) + float(np.abs(centre).max()))
+    normals, offsets = zonotope_halfspaces(generators, thin)
+    return -(normals @ held), offsets + normals @ centre
+
+
+def zonotope_halfspaces(generators: np.ndarray, thin: float = 0.0,
+                        rcond: float = RCOND) -> tuple[np.ndarray, np.ndarray]:
+    """The zonotope ``{G l : -1 <= l_i <= 1}`` as half-spaces ``{y : U y <= h}``.
 
     .. math::
 
-        s \\in [\\max(0, \\max_i l_i), \\min_i u_i], \\quad
-        [l_i, u_i] = [lower_i, upper_i] / d_i \\ (\\text{swapped for } d_i < 0)
+        h(u) = \\sum_i |u^T g_i|
 
-    A joint with ``d_i = 0`` allows every scale when its box holds 0, none otherwise.
+    for every facet normal ``u``: a unit vector orthogonal to ``r - 1`` independent
+    generators ``g_i`` (in the span of ``G``, of rank ``r``), with both signs. When
+    ``r`` is below the dimension ``k``, the directions orthogonal to the span are kept
+    as pairs of half-spaces ``|u^T y| <= thin``.
 
     Args:
-        direction: the unlimited joint velocities ``d`` [rad/s].
-        lower: the box's lower bounds [rad/s].
-        upper: the box's upper bounds [rad/s].
+        generators: ``G`` (k x p); zero columns are ignored.
+        thin: half-width kept across the span's missing directions (the same units as ``G``).
+        rcond: relative singular value below which a direction counts as missing.
 
     Returns:
-        ``(s_min, s_max)``, or None when no ``s >= 0`` fits the box.
+        ``U`` (m x k) and ``h`` (m,).
     """
-    s_lo, s_hi = 0.0, math.inf
-    for d, lo, hi in zip(direction.tolist(), lower.tolist(), upper.tolist(), strict=True):
-        if d == 0.0:
-            if lo > 0.0 or hi < 0.0:
-                return None
-            continue
-        a, b = (lo / d, hi / d) if d > 0 else (hi / d, lo / d)
-        s_lo, s_hi = max(s_lo, a), min(s_hi, b)
-    if s_lo > s_hi:
+    k = generators.shape[0]
+    norms = np.linalg.norm(generators, axis=0)
+    keep = norms > rcond * float(norms.max(initial=0.0))
+    g = generators[:, keep]
+    if k == 2 and g.shape[1] >= 2:  # (the paper's two rows, every cycle: no SVD)
+        cross = np.abs(g[0, 0] * g[1] - g[1, 0] * g[0])
+        if float(cross.max()) > rcond * float(norms[keep][0]) * float(norms[keep].max()):
+            normals = np.column_stack([-g[1], g[0]]) / norms[keep][:, None]
+            offsets = np.abs(normals @ g).sum(axis=1)
+            return np.vstack([normals, -normals]), np.concatenate([offsets, offsets])
+    rank = 0
+    basis = np.eye(k)
+    if g.shape[1]:
+        basis, sv, _ = np.linalg.svd(g)
+        rank = int(np.count_nonzero(sv > rcond * sv[0]))
+    span, missing = basis[:, :rank], basis[:, rank:]
+    if rank == 0:
+        normals = np.zeros((0, k))
+    elif rank == 1:
+        normals = span.T
+    else:
+        reduced = (span.T @ g).T  # generators in the span's coordinates (p x r)
+        combos = np.array(list(itertools.combinations(range(reduced.shape[0]), rank - 1)))
+        _, sv_sub, vh = np.linalg.svd(reduced[combos])  # each (r - 1) x r set at once
+        independent = sv_sub[:, -1] > rcond * sv_sub[:, 0]
+        normals = vh[independent, -1, :] @ span.T
+    offsets = np.abs(normals @ g).sum(axis=1)
+    return (np.vstack([normals, -normals, missing.T, -missing.T]),
+            np.concatenate([offsets, offsets, np.full(2 * (k - rank), thin)]))
+
+
+def boundary_preimage(b_matrix: np.ndarray, target: np.ndarray, lower: np.ndarray,
+                      upper: np.ndarray) -> np.ndarray | None:
+    """Some ``x`` in ``[lower, upper]`` with ``B x = target`` for a target on the boundary of the
+    box's image (the zonotope ``B [lower, upper]``), or None when it lies inside it.
+
+    On a face with outward normal ``u`` (:func:`zonotope_halfspaces`) every entry whose
+    column is not parallel to the face (``u^T B_i != 0``) must sit at the bound in the
+    direction of ``sign(u^T B_i)``; the others solve the rest by least squares and
+    :func:`equality_polish`. Exact where a bounded least-squares solver stalls: a
+    target on the boundary has no interior point to approach it from.
+    """
+    half = 0.5 * (upper - lower)
+    centre = 0.5 * (upper + lower)
+    generators = b_matrix * half
+    normals, offsets = zonotope_halfspaces(generators)
+    offset = target - b_matrix @ centre
+    scale = 1.0 + float(np.abs(offsets).max(initial=0.0))
+    active = offsets - normals @ offset <= 1e-9 * scale
+    if not active.any():
         return None
-    return s_lo, s_hi
+    lam = np.zeros(len(half))
+    fixed = np.zeros(len(half), dtype=bool)
+    for u in normals[active]:
+        side = u @ generators
+        pushed = np.abs(side) > 1e-12 * scale
+        lam[pushed & ~fixed] = np.sign(side[pushed & ~fixed])
+        fixed |= pushed
+    x = centre + lam * half
+    free = ~fixed & (half > 0)
+    if free.any():
+        rest = target - b_matrix @ x
+        x[free] += np.linalg.lstsq(b_matrix[:, free], rest, rcond=None)[0]
+        x = equality_polish(b_matrix, target, np.clip(x, lower, upper), lower, upper)
+    return x
+
+
+def extreme_scale(rows: np.ndarray, bound: np.ndarray, tol: float = 1e-12,
+                  lowest: bool = False) -> tuple[float, float] | None:
+    """The largest (or smallest) ``s`` with ``rows @ [s, z] <= bound`` for some ``z``, and the
+    ``z`` nearest 0 there; None when no ``(s, z)`` satisfies them.
+
+    A linear program in two variables. Each half-plane with a ``z`` coefficient bounds
+    ``z`` above or below by a line in ``s``, those without bound ``s`` alone; the
+    feasible ``s`` are where the gap ``f(s)`` (highest lower line minus lowest upper
+    line) is ``<= 0``, and ``f`` is convex and piecewise linear. From the largest ``s``
+    the ``s``-rows allow (where they allow any, the last crossing of a lower and an
+    upper line: the region must be bounded), Newton steps on ``f`` with its left slope
+    walk down to its
+    largest root (a Newton step from the right never passes a root of a convex
+    function, and each step changes the active pair of lines): exact to rounding, in a
+    few passes over the rows (:func:`_extreme_scale`, compiled).
+
+    Why not ``scipy.optimize.linprog`` (HiGHS) on ``(s, qd_job, qd_aux)``: it gives the
+    same ``s``, but one call cost 1.1 ms on the 2-core target (nearly all in scipy's
+    wrapper: HiGHS itself 0.13 ms), most of the 2 ms period at 500 Hz, and its
+    solutions meet the equalities to its feasibility tolerance (1e-7), not the 1e-9
+    N m s the held rows need; ``lsq_linear`` cannot state ``max s``, and a bisection on
+    ``s`` with a bounded least-squares feasibility check needs some 20 of them per
+    cycle.
+
+    Args:
+        rows: (m, 2) half-plane normals.
+        bound: (m,) offsets.
+        tol: slack allowed in ``z`` (and ``s``) for rounding.
+        lowest: the smallest ``s`` instead of the largest.
+    """
+    found, s, z = _extreme_scale(np.ascontiguousarray(rows, dtype=float),
+                                 np.ascontiguousarray(bound, dtype=float), float(tol),
+                                 -1.0 if lowest else 1.0)
+    return (s, z) if found else None
+
+
+@kernels.compiled
+def _extreme_scale(rows: np.ndarray, bound: np.ndarray, tol: float,
+                   sign: float) -> tuple[bool, float, float]:
+    """:func:`extreme_scale` on ``u = sign s``: ``(found, s, z)``."""
+    m = rows.shape[0]
+    u_lo, u_hi = -math.inf, math.inf
+    p = np.empty(m)  # z <= p + q u (kind 1, upper lines) or z >= p + q u (kind -1)
+    q = np.empty(m)
+    kind = np.zeros(m, dtype=np.int64)
+    for i in range(m):
+        a_s, a_z = sign * rows[i, 0], rows[i, 1]
+        if abs(a_z) <= 1e-14 * max(abs(a_s), abs(a_z)) or a_z == 0.0:
+            if a_s > 0.0:
+                u_hi = min(u_hi, bound[i] / a_s)
+            elif a_s < 0.0:
+                u_lo = max(u_lo, bound[i] / a_s)
+            elif bound[i] < -tol:
+                return False, 0.0, 0.0
+        else:
+            p[i], q[i] = bound[i] / a_z, -a_s / a_z
+            kind[i] = 1 if a_z > 0.0 else -1
+    if not math.isfinite(u_hi):  # bounded by the lines alone: start at their last crossing
+        last = -math.inf
+        for i in range(m):
+            for j in range(m):
+                if kind[i] == -1 and kind[j] == 1 and \
+                        abs(q[i] - q[j]) > 1e-9 * (1.0 + abs(q[i]) + abs(q[j])):
+                    last = max(last, (p[j] - p[i]) / (q[i] - q[j]))
+        if not math.isfinite(last):
+            return False, 0.0, 0.0
+        u_hi = last
+    if u_lo > u_hi + tol:
+        return False, 0.0, 0.0
+    u = max(u_hi, u_lo)
+    for _ in range(2 * m + 4):  # (f has at most 2 m pieces)
+        z_lo, z_hi = -math.inf, math.inf
+        for i in range(m):  # the active lines
+            if kind[i] == -1:
+                z_lo = max(z_lo, p[i] + q[i] * u)
+            elif kind[i] == 1:
+                z_hi = min(z_hi, p[i] + q[i] * u)
+        gap = z_lo - z_hi
+        if gap <= tol:
+            z = min(max(0.0, z_lo), z_hi) if z_lo <= z_hi else 0.5 * (z_lo + z_hi)
+            return True, sign * u, z
+        # the left slope of the gap: among the active lines, the lower one rising least and
+        # the upper one rising most
+        band = 1e-12 * (1.0 + abs(z_lo) + abs(z_hi))
+        slope_lo, slope_hi = math.inf, -math.inf
+        for i in range(m):
+            if kind[i] == -1 and p[i] + q[i] * u >= z_lo - band:
+                slope_lo = min(slope_lo, q[i])
+            elif kind[i] == 1 and p[i] + q[i] * u <= z_hi + band:
+                slope_hi = max(slope_hi, q[i])
+        slope = slope_lo - slope_hi
+        if slope <= 0.0:  # the gap does not close towards smaller u: no root
+            return False, 0.0, 0.0
+        u = u - gap / slope
+        if u < u_lo - tol:
+            return False, 0.0, 0.0
+        u = max(u, u_lo)
+    return False, 0.0, 0.0
 
 
 def equality_polish(b_matrix: np.ndarray, target: np.ndarray, x: np.ndarray, lower: np.ndarray,
                     upper: np.ndarray, iterations: int = 4) -> np.ndarray:
-    """``x`` corrected so that ``B x = target`` exactly, moving only entries not at a bound.
+    """``x`` corrected towards ``B x = target``, moving only entries not at a bound.
 
-    The correction is the minimum-norm ``dx`` of the free entries with ``B dx = target - B x``;
-    an entry it pushes out of ``[lower, upper]`` is clipped and held, and the rest is
-    corrected again (``iterations`` rounds). ``x`` is returned unchanged when the free
-    entries cannot reach the target.
+    The correction is the minimum-norm least-squares ``dx`` of the free entries with
+    ``B dx = target - B x`` (exact when the residual lies in their columns' range, also
+    with fewer free entries than rows, as on a face of the box's image); an entry it
+    pushes out of ``[lower, upper]`` is clipped and held, and the rest is corrected again
+    (``iterations`` rounds). The iterate with the smallest residual is returned (``x``
+    itself when no correction reduces it).
     """
     out = x.copy()
+    best, best_residual = x, float(np.linalg.norm(target - b_matrix @ x))
     free = (out > lower + 1e-12) & (out < upper - 1e-12)
     for _ in range(iterations):
         residual = target - b_matrix @ out
         if not free.any() or float(np.max(np.abs(residual))) <= 1e-15:
             break
-        sub = b_matrix[:, free]
-        if np.linalg.matrix_rank(sub) < b_matrix.shape[0]:
-            return x
-        dx = np.linalg.lstsq(sub, residual, rcond=None)[0]
+        dx = np.linalg.lstsq(b_matrix[:, free], residual, rcond=None)[0]
         trial = out.copy()
         trial[free] += dx
-        clipped = np.clip(trial, lower, upper)
-        out = clipped
-        moved_out = (trial != clipped) & free
+        out = np.clip(trial, lower, upper)
+        norm = float(np.linalg.norm(target - b_matrix @ out))
+        if norm < best_residual:
+            best, best_residual = out, norm
+        moved_out = (trial != out) & free
         if not moved_out.any():
             break
         free &= ~moved_out
-    return out
+    return best.copy()

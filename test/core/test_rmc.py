@@ -12,12 +12,16 @@ from humanoid_balance.core.rmc import (
     ConvexPolygon,
     RmcController,
     RmcInput,
+    RmcRegime,
     arm_momentum_matrices,
     balance_indicators,
+    boundary_preimage,
     damped_least_squares,
     damping_squared,
+    extreme_scale,
     minimum_norm_least_squares,
     selection_matrix,
+    zonotope_halfspaces,
 )
 from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
@@ -312,10 +316,10 @@ def test_twist_beyond_the_speed_limits_keeps_direction_and_held_momentum(
 
 @pytest.mark.parametrize("speed", [2.0, 3.0])
 def test_a_scaled_job_motion_moves_the_aux_arm_smoothly(model: RobotModel, speed: float) -> None:
-    """The strike's hand twist 2x and 3x: in the cycles where the job motion is scaled, the
-    held rows stay exact and the aux arm's acceleration does not jump between its limits
-    from one cycle to the next (the bounded solve did: its sign reversed in 58 % and 65 %
-    of the joint-cycles; eq. 6 on the scaled motion reverses it in at most 0.1 %)."""
+    """The strike's hand twist 2x and 3x: in the cycles where the job motion is scaled (regime
+    SCALED), the held rows stay exact and the aux arm's acceleration does not jump between
+    its limits from one cycle to the next (the bounded solve did: its sign reversed in 58 %
+    and 65 % of the joint-cycles; eq. 6 on the scaled motion reverses it in at most 0.1 %)."""
     strike = StrikeTrajectory(model)
     pose = {**dict(zip(strike.joint_names, strike.initial, strict=True)),
             **arm_pose("left", AUX_START_DEG)}
@@ -326,7 +330,7 @@ def test_a_scaled_job_motion_moves_the_aux_arm_smoothly(model: RobotModel, speed
     for t in np.arange(0.0, strike.duration, DT):
         out = controller.step(RmcInput(q0, job_twist=speed * strike.hand_twist(float(t), q0)), DT)
         aux.append(out.aux_velocity)
-        is_scaled = not out.job_exact and np.isfinite(out.job_scale)
+        is_scaled = out.regime is RmcRegime.SCALED
         scaled.append(is_scaled)
         if is_scaled:
             held.append(np.max(np.abs(out.selected_momentum)))
@@ -371,6 +375,138 @@ def test_job_arm_swap_reorders_outputs(model: RobotModel, q_pose: np.ndarray) ->
     controller.set_job_arm("left")
     out = controller.step(RmcInput(q_pose), DT)
     assert out.names[0] == "left_shoulder_pitch" and out.names[7] == "right_shoulder_pitch"
+
+
+def test_a_twist_into_the_limits_reports_its_regime_and_a_finite_scale(
+        model: RobotModel, q_pose: np.ndarray) -> None:
+    """A twist 3x beyond the limits: every cycle's job_scale is finite, the regime is SCALED
+    while s < 1, and /diagnostics says the regime and that scale (never 'nan'); its warning,
+    where the balance indicators do not override it, too."""
+    from humanoid_balance.core.arm_controller import GroundArmController
+
+    controller = GroundArmController(model)
+    controller.reset(q_pose)
+    twist = 3.0 * np.array([0.6, -0.3, 0.5, 0.4, -0.3, 0.2])
+    worded = 0
+    for k in range(100):
+        out = controller.step(RmcInput(q_pose, job_twist=min(1.0, (k + 1) / 50) * twist), DT)
+        report = controller.report(out)
+        assert np.isfinite(out.job_scale) and report.values["job_scale"] == out.job_scale
+        assert report.values["regime"] == out.regime.value
+        assert "nan" not in (report.warning or "")
+        if out.regime is RmcRegime.SCALED:
+            assert out.job_scale < 1.0 and report.warning is not None
+            if out.indicators.balanced:
+                worded += 1
+                assert report.warning.startswith(
+                    f"joint limits: scaled (job scale {out.job_scale:.3g}; ")
+    assert worded > 0
+
+
+def test_a_stop_request_brakes_the_hand_along_its_last_direction(
+        model: RobotModel, q_pose: np.ndarray) -> None:
+    """A zero twist while the hand moves at 0.97 m/s: STOPPING_JOB (job_scale 0) until it is at
+    rest, the hand within 1e-5 deg of the last request, its speed falling every cycle within
+    the acceleration limits, Lx, Ly < 1e-9."""
+    controller = RmcController(model)
+    controller.reset(q_pose)
+    fid, data = model.frame_id("right_hand"), model.model.createData()
+    twist = np.array([0.8, 0.2, 0.5, 0.0, 0.0, 0.0])
+    for k in range(60):
+        out = controller.step(RmcInput(q_pose, job_twist=min(1.0, (k + 1) / 50) * twist), DT)
+    from humanoid_balance.core.joint_limits import arm_acceleration_limit
+
+    amax = np.array([arm_acceleration_limit(n) for n in controller.names])
+    speed, stopping = np.inf, 0
+    for _ in range(40):
+        q = q_pose.copy()
+        q[model.q_index(controller.names)] = controller.commanded_positions
+        jac = pin.computeFrameJacobian(model.model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[
+            :, model.v_index(controller.job_names)]
+        previous = out.velocity
+        out = controller.step(RmcInput(q_pose, job_twist=np.zeros(6)), DT)
+        hand = jac @ out.job_velocity
+        assert np.max(np.abs(out.selected_momentum)) < 1e-9
+        assert np.all(np.abs(out.velocity - previous) <= amax * DT + 1e-9)
+        if np.linalg.norm(hand) > 1e-9:
+            stopping += 1
+            assert out.regime is RmcRegime.STOPPING_JOB and out.job_scale == 0.0
+            cos = hand @ twist / (np.linalg.norm(hand) * np.linalg.norm(twist))
+            assert np.degrees(np.arccos(min(1.0, cos))) <= 1e-5
+            assert np.linalg.norm(hand) < speed
+            speed = float(np.linalg.norm(hand))
+    assert stopping > 10 and speed < 0.05  # it braked over many cycles, to rest
+
+
+def test_extreme_scale_equals_highs_on_random_two_variable_programs() -> None:
+    """extreme_scale's largest and smallest s equal scipy's linprog (HiGHS) on 2000 random
+    bounded programs, feasible or not, with parallel and s-only rows among them."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for trial in range(1000):
+        m = int(rng.integers(2, 20))
+        rows = rng.normal(size=(m, 2))
+        rows[int(rng.integers(0, m)), 1] = 0.0 if trial % 3 == 0 else rows[0, 1]
+        if trial % 5 == 0:
+            rows[-1] = 2.0 * rows[0]
+        bound = rng.normal(size=m) + 0.5
+        frame = [[1, 0], [-1, 0], [0, 1], [0, -1]] if trial % 2 else [[0, 1], [0, -1], [1, 1],
+                                                                       [-1, -1]]
+        rows, bound = np.vstack([rows, frame]), np.concatenate([bound, [3.0] * 4])
+        for lowest in (False, True):
+            reference = linprog([1.0 if lowest else -1.0, 0.0], A_ub=rows, b_ub=bound,
+                                bounds=[(None, None)] * 2, method="highs")
+            found = extreme_scale(rows, bound, lowest=lowest)
+            if reference.status == 2:
+                assert found is None or np.max(rows @ found - bound) <= 1e-9, (trial, found)
+            else:
+                assert found is not None, trial
+                assert abs(found[0] - reference.x[0]) <= 1e-7, (trial, found, reference.x)
+                assert np.max(rows @ found - bound) <= 1e-9, trial
+                checked += 1
+    assert checked > 500
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_zonotope_halfspaces_hold_exactly_its_points(k: int) -> None:
+    """A random point lies in {G l : |l| <= 1} exactly when U y <= h (membership by linprog)."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(k)
+    generators = rng.normal(size=(k, 7))
+    generators[:, 3] = 0.0  # a joint with a collapsed box
+    normals, offsets = zonotope_halfspaces(generators)
+    agree = 0
+    for _ in range(200):
+        y = rng.normal(size=k) * 2.5
+        member = linprog(np.zeros(7), A_eq=generators, b_eq=y, bounds=[(-1, 1)] * 7,
+                         method="highs").status == 0
+        inside = bool(np.all(normals @ y <= offsets + 1e-9))
+        assert member == inside, y
+        agree += member
+    assert 0 < agree < 200  # both kinds of points were drawn
+
+
+def test_boundary_preimage_meets_a_target_on_the_zonotopes_edge() -> None:
+    """For a target on the boundary of B [lower, upper] (2 rows, 7 joints, one box a sliver), the
+    preimage lies in the box and meets B x = target to 1e-14, where BVLS can stall."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        b_matrix = rng.normal(size=(2, 7))
+        lower = rng.uniform(-2.0, 0.0, size=7)
+        upper = lower + rng.uniform(0.1, 0.4, size=7)
+        upper[2] = lower[2] + 1e-14
+        direction = rng.normal(size=2)
+        normals, offsets = zonotope_halfspaces(b_matrix * (0.5 * (upper - lower)))
+        centre = b_matrix @ (0.5 * (lower + upper))
+        reach = normals @ direction
+        target = centre + float(np.min(offsets[reach > 0] / reach[reach > 0])) * direction
+        x = boundary_preimage(b_matrix, target, lower, upper)
+        assert x is not None
+        assert np.all(x >= lower) and np.all(x <= upper)
+        assert np.max(np.abs(b_matrix @ x - target)) <= 1e-14
 
 
 # --- joint limits ------------------------------------------------------------------------------
