@@ -1442,10 +1442,18 @@ class RmcController:
         Without balance the aux arm holds still and only the job task is solved.
         """
         nj, n = self._n_job, len(box.lower)
+        # aim at the part of the arm's present motion that lies along the request (at most the
+        # request): the part across it then decays at the acceleration limits and the motion
+        # lines up, where aiming at the last scale (1 after tracking, above 1 after braking
+        # towards a request that fell) kept the job arm chasing a twist beyond its limits
         if jac is not None and twist is not None:
-            task, goal = jac, self._last_scale * twist
+            task, request = jac, twist
         else:
-            task, goal = np.eye(nj), self._last_scale * qd_job
+            task, request = np.eye(nj), qd_job
+        now = task @ self._qd_prev[:nj]
+        norm2 = float(request @ request)
+        scale = min(max(float(now @ request) / norm2, 0.0), 1.0) if norm2 > 0.0 else 0.0
+        goal = scale * request
         if not self.balance_enabled:
             lo, hi = box.lower[:nj], box.upper[:nj]
             qd_job = self._bounded_solve(task, goal, lo, hi, np.clip(goal if task.shape[0] == nj

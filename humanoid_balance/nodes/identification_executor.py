@@ -24,6 +24,10 @@ Thin: parameters -> plan (:class:`~humanoid_balance.core.identification.trajecto
   (transient local) and write ``output_path`` (YAML: names, values, units,
   standard deviations, per-joint fit RMSE, timing figures and warnings).
 - ``/identification/cancel`` (Trigger): stop the run (a braking ramp).
+- Both services exist from the node's start (services are not lifecycle-managed): a
+  start on a node that is not active, or a cancel without a run, is answered false at
+  once with the state and what to do (``identification_executor is unconfigured:
+  configure and activate it``).
 - Stops are braking ramps (:class:`~humanoid_balance.core.identification.trajectory.BrakingRamp`):
   from the last command, not from a measurement (which may be old), the
   command decelerates at ``acceleration_limit`` to rest; no velocity step, no
@@ -63,6 +67,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -111,13 +116,16 @@ from humanoid_balance.nodes.command_output import CommandOutput
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
+    READ_AT_CONFIGURE,
     WARN,
-    LogThrottle,
     clock_ns,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
+    lifecycle_refusal,
+    lifecycle_state,
     run_node,
+    steady_timer,
 )
 from humanoid_balance.params.identification_executor import SPEC
 from humanoid_balance.params.ros import NodeParameters
@@ -141,6 +149,48 @@ SETTLE_TIMEOUT_S = 2.0
 FLUSH_TIMEOUT_S = 0.3
 #: the dynamic parameters used at activate: refused while active (applied at the next activate)
 ACTIVATE_PARAMETERS = ("rate", "diagnostics_rate")
+#: s between two log lines of one cause (:class:`CauseThrottle`)
+WARN_PERIOD_S = 1.0
+#: a text's figures (counts, ages, angles): two texts that differ only in them name one cause
+_FIGURES = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+class CauseThrottle:
+    """Warnings rate-limited per cause: one cause at most every ``period_s`` [s], a new one at once.
+
+    A cause is a channel (``joint_states``, ``start``, ...) and the text with its figures
+    masked: ``/joint_states rejected (7 so far): stamped 0.120 s in the future`` and the same
+    with 8 and 0.130 are one cause (a stream of bad samples at the joint-state rate logs once
+    a period, as :class:`~humanoid_balance.nodes.common.LogThrottle` did), while a start
+    refusal right after a rejection is another and is logged (one throttle for every warning
+    hid it). The check costs a clock read and one regular-expression substitution.
+
+    Args:
+        logger: the node's logger (``node.get_logger()``).
+        period_s: the shortest time between two lines of one cause, s.
+    """
+
+    #: causes kept; beyond it, those not logged within the period are forgotten
+    MAX_CAUSES = 64
+
+    def __init__(self, logger: Any, period_s: float = WARN_PERIOD_S) -> None:
+        self.logger = logger
+        self.period_s = period_s
+        self._last: dict[tuple[str, str], float] = {}  # cause -> monotonic time last logged
+
+    def warning(self, channel: str, text: str) -> bool:
+        """Log ``text`` as a warning unless its cause was logged within the period; True when
+        logged."""
+        cause = (channel, _FIGURES.sub("#", text))
+        now = time.monotonic()
+        last = self._last.get(cause)
+        if last is not None and now - last < self.period_s:
+            return False
+        if len(self._last) >= self.MAX_CAUSES:
+            self._last = {k: t for k, t in self._last.items() if now - t < self.period_s}
+        self._last[cause] = now
+        self.logger.warning(text)
+        return True
 _Callback = TypeVar("_Callback", bound=Callable[..., Any])
 
 
@@ -200,7 +250,7 @@ class IdentificationExecutor(LifecycleNode):
         super().__init__(NODE_NAME, **kwargs)
         self.params = NodeParameters(
             self, SPEC, configured=lambda: self.state not in ("unconfigured", "finalized"),
-            extra_check=self._refusal)
+            extra_check=self._refusal, read_only_reason=READ_AT_CONFIGURE)
         self.state = "unconfigured"
         self.message = ""
         self.estimate: Estimate | None = None
@@ -229,10 +279,15 @@ class IdentificationExecutor(LifecycleNode):
         self._rejected = 0
         self._reject_reason = ""
         self._rejected_since_last = False
-        self._warn = LogThrottle(self.get_logger(), 1.0)
+        #: warnings, rate-limited per cause (a start refusal is logged after another warning)
+        self._warn = CauseThrottle(self.get_logger())
         # use_sim_time is rclpy's, not in the spec: refused during a run here (the node's clock
         # would jump, by years when no /clock is published yet)
         self.add_on_set_parameters_callback(self._on_set_clock)
+        # from the start, in every state (services are not lifecycle-managed): a request the
+        # state does not allow is answered at once with why, not left waiting for the service
+        self.srv_start = self.create_service(Trigger, "/identification/start", self._on_start)
+        self.srv_cancel = self.create_service(Trigger, "/identification/cancel", self._on_cancel)
 
     # --- parameters -----------------------------------------------------------------------
 
@@ -267,7 +322,7 @@ class IdentificationExecutor(LifecycleNode):
     # --- lifecycle ------------------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Load the model, collision geometry and parameter set, plan; create topics and services."""
+        """Load the model, collision geometry and parameter set, plan; create the topics."""
         try:
             self._configure_model()
         except (HumanoidBalanceError, ValueError, RuntimeError, OSError) as exc:
@@ -290,8 +345,6 @@ class IdentificationExecutor(LifecycleNode):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
         self.sub = self.create_subscription(JointState, "/joint_states", self._on_joint_states,
                                             QoSProfile(depth=100))
-        self.srv_start = self.create_service(Trigger, "/identification/start", self._on_start)
-        self.srv_cancel = self.create_service(Trigger, "/identification/cancel", self._on_cancel)
         self._last, self._sent, self._ramp = None, None, None
         self._rejected, self._reject_reason, self._rejected_since_last = 0, "", False
         self.state, self.message = "idle", "configured"
@@ -387,8 +440,9 @@ class IdentificationExecutor(LifecycleNode):
             self._brake_now()
         self.commands.period_s = 1.0 / float(self._p("rate"))
         self._timer = self.create_timer(1.0 / float(self._p("rate")), self._on_timer)
-        self._diag_timer = self.create_timer(1.0 / float(self._p("diagnostics_rate")),
-                                             self._publish_diagnostics)
+        # the steady clock: at its rate on simulation time too (see steady_timer)
+        self._diag_timer = steady_timer(self, 1.0 / float(self._p("diagnostics_rate")),
+                                        self._publish_diagnostics)
         self._active = True
         self.state, self.message = "idle", "active"
         return super().on_activate(state)
@@ -404,14 +458,12 @@ class IdentificationExecutor(LifecycleNode):
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Finish a stop, drop topics and services."""
+        """Finish a stop, drop the topics (the services stay)."""
         self._brake_now()
         self._destroy_timers()
         self.destroy_subscription(self.sub)
         for pub in (self.commands.publisher, self.pub_params, self.pub_diag):
             self.destroy_publisher(pub)
-        self.destroy_service(self.srv_start)
-        self.destroy_service(self.srv_cancel)
         self.joints = ()
         self.state, self.message = "unconfigured", "cleaned up"
         return TransitionCallbackReturn.SUCCESS
@@ -454,7 +506,8 @@ class IdentificationExecutor(LifecycleNode):
         self._rejected += 1
         self._reject_reason = reason
         self._rejected_since_last = True
-        self._warn.warning(f"/joint_states rejected ({self._rejected} so far): {reason}")
+        self._warn.warning("joint_states",
+                           f"/joint_states rejected ({self._rejected} so far): {reason}")
 
     @_guarded
     def _on_joint_states(self, msg: JointState) -> None:
@@ -576,7 +629,7 @@ class IdentificationExecutor(LifecycleNode):
         refusal = self._start_refusal()
         if refusal is not None:
             response.success, response.message = False, refusal
-            self._warn.warning(response.message)
+            self._warn.warning("start", response.message)
             return response
         assert self._last is not None
         now_ns = self._now_ns()
@@ -594,9 +647,16 @@ class IdentificationExecutor(LifecycleNode):
         self.get_logger().info(response.message)
         return response
 
+    def _lifecycle_refusal(self) -> str:
+        """The node's state and what to do, for a request that needs it active."""
+        state = lifecycle_state(self)
+        if state != "finalized":  # the node's own view (a transition may be under way)
+            state = "unconfigured" if not self.joints else "inactive"
+        return lifecycle_refusal(NODE_NAME, state)
+
     def _start_refusal(self) -> str | None:
         if not self._active or self._timer is None:
-            return "not active: activate the node first"
+            return f"refused to start: {self._lifecycle_refusal()}"
         if self.state in ("running", "stopping"):
             return f"a run is in progress ({self.state}): cancel it first"
         now = self._now()
@@ -650,7 +710,10 @@ class IdentificationExecutor(LifecycleNode):
     @_guarded
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         if self.state != "running":
-            response.success, response.message = False, f"nothing to cancel (state {self.state})"
+            response.success = False
+            response.message = f"nothing to cancel (state {self.state})" if (
+                self._active or self.state == "stopping") else \
+                f"nothing to cancel: {self._lifecycle_refusal()}"
             return response
         self._stop("cancelled", "cancelled on request", cause_is_input=False)
         response.success, response.message = True, "cancelled: the arm brakes to rest"

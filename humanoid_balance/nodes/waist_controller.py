@@ -73,11 +73,16 @@ the steady clock, so it goes on while a simulation waits.
 Topics: ``/waist/command`` (JointTrajectory, joints ``waist_pitch``,
 ``waist_roll``), ``/waist/inclinometer`` (Imu) in; ``/joint_states`` (waist
 joints), ``/waist/tracking_error`` (Vector3Stamped, x = pitch, y = roll, rad),
-``/waist/motor_states`` and ``/diagnostics`` (DiagnosticArray) out;
+``/waist/motor_states`` (per motor; ERROR ``no feedback for <age> s (stale)`` once its newest
+feedback is older than ``feedback_timeout`` at the controller's last servo cycle, the stale
+values kept beside ``feedback_stale``) and ``/diagnostics`` (DiagnosticArray) out;
 ``/waist/reference`` (JointState: the shaped joint reference and its rate, while the
 drives are enabled; stamped on the controller's clock, which is the node clock with
 real drives and falls behind it by the simulated drives' lag). Services
-``/waist/enable`` (SetBool), ``/waist/stop`` (Trigger). Test-only, with
+``/waist/enable`` (SetBool), ``/waist/stop`` (Trigger): they exist from the node's start
+(services are not lifecycle-managed) and, unconfigured (or finalized), answer false with
+the state and what to do (``waist_controller is unconfigured: configure and activate
+it``); ``/waist/enable true`` also while inactive. Test-only, with
 ``simulated_drives``: ``/waist/sim/fault`` (String, :data:`SIM_FAULT_TOPIC`) injects
 faults into the simulated drives (a real bus has no such topic).
 """
@@ -95,7 +100,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from geometry_msgs.msg import Vector3Stamped
-from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.qos import QoSProfile
@@ -122,14 +126,18 @@ from humanoid_balance.exceptions import (
 from humanoid_balance.nodes.common import (
     ERROR,
     OK,
+    READ_AT_CONFIGURE,
     WARN,
     clock_ns,
     destroy_timers,
     diagnostic_array,
     diagnostic_status,
+    lifecycle_refusal,
+    lifecycle_state,
     run_node,
     set_thread_priority,
     stamp_ns,
+    steady_timer,
 )
 from humanoid_balance.params.ros import NodeParameters
 from humanoid_balance.params.waist_controller import SPEC, simulated_drives_problem
@@ -217,7 +225,8 @@ class WaistControllerNode(LifecycleNode):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self.params = NodeParameters(self, SPEC, configured=lambda: self.controller is not None)
+        self.params = NodeParameters(self, SPEC, configured=lambda: self.controller is not None,
+                                     read_only_reason=READ_AT_CONFIGURE)
         self._values: dict[str, Any] = SPEC.defaults()
         #: the simulated drives (``simulated_drives``), kept for the node's life
         self.simulated_waist: SimulatedWaist | None = None
@@ -227,8 +236,9 @@ class WaistControllerNode(LifecycleNode):
         self._thread: threading.Thread | None = None
         self._stop_thread = threading.Event()
         self._last: CycleOutput | None = None
+        #: the controller's clock at its last servo cycle, s (the time it judged the feedback at)
+        self._cycle_now_s: float | None = None
         self._subs: list[Any] = []
-        self._srvs: list[Any] = []
         self._pubs: list[Any] = []
         self._diag_timer: Any = None
         self.period_errors_s: list[float] = []  # the benchmark reads these
@@ -249,6 +259,10 @@ class WaistControllerNode(LifecycleNode):
         #: the lifecycle state is active: only then may /waist/enable enable the drives
         self._lifecycle_active = False
         self._servo_failure = ""  # why the servo thread ended on an exception ("" while it runs)
+        # from the start, in every state (services are not lifecycle-managed): a request the
+        # state does not allow is answered at once with why, not left waiting for the service
+        self.srv_enable = self.create_service(SetBool, "/waist/enable", self._on_enable)
+        self.srv_stop = self.create_service(Trigger, "/waist/stop", self._on_stop)
 
     # --- parameters -------------------------------------------------------------------
 
@@ -294,7 +308,8 @@ class WaistControllerNode(LifecycleNode):
             bus = WaistCanBus(interface=str(self._param("can.interface")),
                               channel=str(self._param("can.channel")),
                               bitrate=int(self._param("can.bitrate")), use_notifier=not simulated,
-                              clock=(lambda: self._drives_time_s) if simulated else time.monotonic)
+                              clock=(lambda: self._drives_time_s) if simulated else time.monotonic,
+                              warn=self.get_logger().warning)
             try:
                 controller = WaistController(config, bus)
             except HumanoidBalanceError:
@@ -329,12 +344,9 @@ class WaistControllerNode(LifecycleNode):
                                                        self._on_sim_fault, qos))
         # the controller's clock on the node clock's scale (stamps of /waist/reference)
         self._epoch_ns = clock_ns(self.get_clock()) - round(self._controller_now() * 1e9)
-        self._srvs = [self.create_service(SetBool, "/waist/enable", self._on_enable),
-                      self.create_service(Trigger, "/waist/stop", self._on_stop)]
         # on the steady clock: the drives' state is reported while a simulation's clock pauses
-        self._diag_timer = self.create_timer(1.0 / float(self._param("diagnostics_rate")),
-                                             self._publish_diagnostics,
-                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._diag_timer = steady_timer(self, 1.0 / float(self._param("diagnostics_rate")),
+                                        self._publish_diagnostics)
         self._start_thread()
         self.get_logger().info(
             f"configured: {config.servo_rate_hz:g} Hz servo, {config.outer_rate_hz:g} Hz outer "
@@ -361,7 +373,7 @@ class WaistControllerNode(LifecycleNode):
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Disable, stop the servo thread, close the bus, drop topics and services."""
+        """Disable, stop the servo thread, close the bus, drop topics (the services stay)."""
         self._lifecycle_active = False
         self._teardown()
         return TransitionCallbackReturn.SUCCESS
@@ -423,7 +435,7 @@ class WaistControllerNode(LifecycleNode):
         """
         ctl = self.controller
         if ctl is None:
-            return "not configured"
+            return self._refusal()
         renew, final = [True], [False]
         # this executor takes no inclinometer sample while the attempts below are retried: a
         # sample fresh when the request came checks the encoders (the drives are disabled)
@@ -530,13 +542,20 @@ class WaistControllerNode(LifecycleNode):
                     "drives with the waist moving (their brakes engage)")
             ctl.disable()
 
+    def _refusal(self) -> str:
+        """Why a request the state does not allow is refused: the state and what to do."""
+        state = lifecycle_state(self)
+        if state != "finalized":  # the node's own view (a transition may be under way)
+            state = "unconfigured" if self.controller is None else "inactive"
+        return lifecycle_refusal(NODE_NAME, state)
+
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         if self.controller is None:
-            response.success, response.message = False, "not configured"
+            response.success, response.message = False, self._refusal()
         elif request.data and not self._lifecycle_active:
             response.success = False
-            response.message = ("the node is not active: activate it (lifecycle) to enable the "
-                                "drives; /waist/enable only re-enables an active node's drives")
+            response.message = (f"{self._refusal()} to enable the drives; /waist/enable only "
+                                "re-enables an active node's drives")
         elif request.data:
             error = self._enable()
             response.success = not error
@@ -548,7 +567,7 @@ class WaistControllerNode(LifecycleNode):
 
     def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         if self.controller is None:
-            response.success, response.message = False, "not configured"
+            response.success, response.message = False, self._refusal()
             return response
         with self._lock:
             self.controller.stop()
@@ -722,6 +741,7 @@ class WaistControllerNode(LifecycleNode):
                         self._drives_time_s += period
                         self._lag_s = started - self._drives_time_s
                     now = started - self._lag_s
+                    self._cycle_now_s = now
                     out = ctl.servo_cycle(now)
                     requests, self._requests = self._requests, []
                     for request in requests:  # enable / reset: on this period's feedback
@@ -799,6 +819,12 @@ class WaistControllerNode(LifecycleNode):
             return
         with self._lock:
             out = self._last
+            # the feedback's age as the controller judged it at its last servo cycle (its clock:
+            # a stalled servo thread must not make fresh feedback look stale); once that thread
+            # has ended nothing judges it any more: its clock now
+            cycle_now_s = self._cycle_now_s
+            if cycle_now_s is None or self._servo_failure:
+                cycle_now_s = self._controller_now()
             state, reason, plan = ctl.state, ctl.fault_reason, ctl.last_plan
             messages, ctl.messages = ctl.messages, []
             periods, late_sum_s, late_max_s = self._period_stats
@@ -819,9 +845,13 @@ class WaistControllerNode(LifecycleNode):
                 level, text = WARN, "no feedback yet"
             else:
                 fb = sample.feedback
+                age_s = max(cycle_now_s - sample.stamp_s, 0.0)
+                stale = age_s > ctl.config.feedback_timeout_s
                 values.update(enabled=fb.enabled, fault=fb.fault, watchdog=fb.watchdog,
-                              brake=fb.brake)
-                if fb.fault:
+                              brake=fb.brake, feedback_age_s=age_s, feedback_stale=stale)
+                if stale:  # the values above are the last sample's, the motor's state unknown
+                    level, text = ERROR, f"no feedback for {age_s:.3g} s (stale)"
+                elif fb.fault:
                     level, text = ERROR, "fault"
             if status is not None:
                 values.update(fault_code=status.fault_code, drive_state=status.state)
@@ -879,14 +909,13 @@ class WaistControllerNode(LifecycleNode):
             self.bus.close()
         for sub in self._subs:
             self.destroy_subscription(sub)
-        for srv in self._srvs:
-            self.destroy_service(srv)
         destroy_timers(self, self._diag_timer)
         self._diag_timer = None
         for pub in self._pubs:
             self.destroy_publisher(pub)
-        self._subs, self._srvs, self._pubs = [], [], []
+        self._subs, self._pubs = [], []
         self.controller, self.bus, self._last = None, None, None
+        self._cycle_now_s = None
 
 
 class _FastWriters(NamedTuple):

@@ -77,9 +77,14 @@ SPEC = ParamSpec("arm_balance", [
     Param("foot_distance", 0.4, "C, between the foot centres (seed 000)", "m", **_POS),
     Param("position_margin", 0.02, "kept from every arm joint's position limits", "rad",
           **_NON_NEG),
-    Param("damping_threshold", 0.02, "smallest singular value of the job Jacobian where damping "
-          "starts", **_NON_NEG),
-    Param("max_damping", 0.05, "damping lambda at a singularity", **_NON_NEG),
+    Param("damping_threshold", 0.02, "ground, twist input: smallest singular value of the job "
+          "hand's Jacobian below which RmcOutput.damping (not published) rises above 0 and "
+          "each cycle runs the limit step's full checks (the path's curvature every cycle); the "
+          "command always uses the exact pseudo-inverse, scaled along the request near a "
+          "singularity, never a damped one", **_NON_NEG),
+    Param("max_damping", 0.05, "ground, twist input: lambda_max of RmcOutput.damping only (not "
+          "published), lambda^2 = max_damping^2 (1 - (sigma_min / damping_threshold)^2); the "
+          "command does not use it", **_NON_NEG),
     Param("joint_state_timeout", 0.05, "older arm joint states (or base pose): the arms hold, "
           "decelerating at their acceleration limits", "s", dynamic=True, **_POS),
     Param("job_input_timeout", 0.1, "older job twist/velocities: the job arm stops", "s",

@@ -981,7 +981,8 @@ def test_enable_request_refused_while_inactive(node_harness: NodeHarness) -> Non
     assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
     h.spin(0.1)
     response: Any = _call(h, SetBool, "/waist/enable", SetBool.Request(data=True))
-    assert not response.success and "not active" in response.message
+    assert not response.success and response.message.startswith(
+        "waist_controller is inactive: activate it to enable the drives")
     q0 = h.sim.joint_angles().copy()
     h.send([0.2], [(5.0, 0.0)])
     h.spin(0.5)
@@ -1003,6 +1004,45 @@ def test_bus_off_reported_on_diagnostics(node_harness: NodeHarness) -> None:
     seen = h.spin(2.0, lambda: any("FAULT: CAN bus off" in s.message
                                    for d in h.diagnostics for s in d.status))
     assert seen, sorted({s.message for d in h.diagnostics for s in d.status})
+
+
+def test_a_silent_drive_is_stale_on_motor_states(node_harness: NodeHarness) -> None:
+    """A drive that stops answering: its /waist/motor_states status turns ERROR "no feedback for
+    <age> s (stale)" with its last values kept and labelled, as the controller's own status
+    says ERROR; the drive still answering stays OK (issue 35: it said OK from the last sample)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    h = node_harness
+    motors: list[DiagnosticArray] = []
+    h.probe.create_subscription(DiagnosticArray, "/waist/motor_states", motors.append, 50)
+    h.activate()
+    assert h.spin(2.0, lambda: h.node.controller is not None
+                  and h.node.controller.state == ControllerState.HOLDING)
+
+    def latest() -> dict[str, tuple[bytes, str, dict[str, str]]]:
+        return {s.name: (s.level, s.message, {kv.key: kv.value for kv in s.values})
+                for s in motors[-1].status} if motors else {}
+
+    assert h.spin(2.0, lambda: latest().get("waist motor 2", (b"",))[0] == b"\x00")
+    assert latest()["waist motor 2"][2]["feedback_stale"] == "False"
+    h.sim.stop_answering(2)
+    assert h.spin(2.0, lambda: any("drive 2 stopped answering" in s.message and s.level == b"\x02"
+                                   for d in h.diagnostics for s in d.status))
+    timeout_s = h.node.controller.config.feedback_timeout_s  # type: ignore[union-attr]
+    motors.clear()
+    assert h.spin(2.0, lambda: len(motors) >= 2)
+    ages = []
+    for array in motors[-2:]:
+        by_name = {s.name: s for s in array.status}
+        silent, answering = by_name["waist motor 2"], by_name["waist motor 1"]
+        values = {kv.key: kv.value for kv in silent.values}
+        age_s = float(values["feedback_age_s"])
+        ages.append(age_s)
+        assert silent.level == b"\x02" and silent.message == f"no feedback for {age_s:.3g} s (stale)"
+        assert age_s > timeout_s and values["feedback_stale"] == "True"
+        assert "position_rad" in values and "enabled" in values  # the last sample's, labelled
+        assert answering.level == b"\x00" and answering.message == "ok", answering.message
+    assert ages[1] > ages[0]  # the silence goes on: the age grows
 
 
 def _call(h: NodeHarness, srv_type: object, name: str, request: object) -> object:
@@ -1053,7 +1093,7 @@ def test_config_file_parameters_configure_the_node(rclpy_context: object) -> Non
     from humanoid_balance.resources import config_path
 
     doc = yaml.safe_load(config_path("waist.yaml").read_text())
-    params = dict(doc["waist_controller"]["ros__parameters"])
+    params = dict(doc["/**/waist_controller"]["ros__parameters"])
     for key, value in params.pop("can").items():
         params[f"can.{key}"] = value
     params.pop("can.channel")  # the harness's own virtual channel
