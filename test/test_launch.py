@@ -27,7 +27,7 @@ from humanoid_balance.graph import (
     sim_graph,
     zmp_estimator_inputs,
 )
-from humanoid_balance.params.files import node_key, package_parameters
+from humanoid_balance.params.files import flatten, node_key, package_parameters
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
@@ -57,17 +57,6 @@ def _launch_graphs() -> dict[str, list[GraphNode]]:
         "replay ft": replay_graph(),
         "replay fsr": replay_graph(sensor_type="fsr"),
     }
-
-
-def _flatten(parameters: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested YAML parameters as ROS names: ``{"can": {"channel": x}}`` -> ``{"can.channel": x}``."""
-    flat: dict[str, Any] = {}
-    for key, value in parameters.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _node_class(name: str) -> type:
@@ -128,7 +117,7 @@ def test_every_override_of_every_launch_graph_is_declared(name: str, rclpy_conte
 @pytest.mark.parametrize("name", sorted(NODES))
 def test_every_parameter_file_entry_is_declared(name: str, rclpy_context: Any) -> None:
     """Each parameter in a node's config/*.yaml section is declared by the node (no silent typo)."""
-    names = sorted(_flatten(package_parameters(name, REPO / "config" / NODES[name].parameter_file)))
+    names = sorted(flatten(package_parameters(name, REPO / "config" / NODES[name].parameter_file)))
     assert undeclared(names, _declared(name, rclpy_context)) == []
 
 

@@ -65,7 +65,7 @@ Thin: parameters -> :class:`~humanoid_balance.core.zmp.ZmpEstimator` -> messages
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from typing import Any
 
@@ -402,24 +402,35 @@ class ZmpEstimatorNode(Node):
         self.joint_states.push(stamp, self.q.copy())
         self._process_pending()
 
+    def _decode(self, side: str, msg: Any, reader: Callable[[bytes], Any],
+                message_type: type) -> Any:
+        """A raw sample through ``reader``; bytes it leaves to rclpy (big endian, XCDR2) as an
+        rclpy message; a message as it is; None when unreadable (dropped and counted)."""
+        if not isinstance(msg, bytes):
+            return msg
+        try:
+            return reader(msg)
+        except InvalidInputError as error:
+            try:
+                return deserialize_refused(msg, message_type, error)
+            except InvalidInputError as unreadable:
+                self._drop("dropped_unreadable", f"{side} foot: {unreadable}: dropped")
+                return None
+
     def _on_wrench(self, side: str, msg: bytes | WrenchStamped) -> None:
         """A foot's F/T message: serialized (the subscription is raw) or a WrenchStamped."""
         self._take_parameters()
         now = self._now_ns()
         self._last_arrival_ns[side] = now
-        if isinstance(msg, bytes):
-            try:
-                stamp, frame, values = cdr.read_wrench_stamped(msg)
-            except InvalidInputError as error:  # big endian, XCDR2: rclpy reads it; else dropped
-                try:
-                    msg = deserialize_refused(msg, WrenchStamped, error)
-                except InvalidInputError as unreadable:
-                    self._drop("dropped_unreadable", f"{side} foot: {unreadable}: dropped")
-                    return
-        if not isinstance(msg, bytes):
-            f, t = msg.wrench.force, msg.wrench.torque
+        decoded = self._decode(side, msg, cdr.read_wrench_stamped, WrenchStamped)
+        if decoded is None:
+            return
+        if isinstance(decoded, WrenchStamped):
+            f, t = decoded.wrench.force, decoded.wrench.torque
             values = (f.x, f.y, f.z, t.x, t.y, t.z)
-            stamp, frame = stamp_ns(msg.header.stamp), msg.header.frame_id
+            stamp, frame = stamp_ns(decoded.header.stamp), decoded.header.frame_id
+        else:
+            stamp, frame, values = decoded
         if not all_finite(values):
             self._drop("dropped_nonfinite", f"{side} foot: non-finite wrench dropped "
                        f"({self.counts['dropped_nonfinite'] + 1} so far)")
@@ -446,17 +457,11 @@ class ZmpEstimatorNode(Node):
         self._take_parameters()
         now = self._now_ns()
         self._last_arrival_ns[side] = now
-        if isinstance(msg, bytes):
-            try:
-                forces = cdr.read_float64_multi_array(msg)
-            except InvalidInputError as error:  # big endian, XCDR2: rclpy reads it; else dropped
-                try:
-                    msg = deserialize_refused(msg, Float64MultiArray, error)
-                except InvalidInputError as unreadable:
-                    self._drop("dropped_unreadable", f"{side} foot: {unreadable}: dropped")
-                    return
-        if not isinstance(msg, bytes):
-            forces = np.asarray(msg.data, dtype=float)
+        decoded = self._decode(side, msg, cdr.read_float64_multi_array, Float64MultiArray)
+        if decoded is None:
+            return
+        forces = np.asarray(decoded.data, dtype=float) \
+            if isinstance(decoded, Float64MultiArray) else decoded
         expected = len(self.estimator.feet[side].fsr_positions)
         if forces.shape != (expected,):
             self._drop("dropped_shape", f"{side} foot: {forces.size} FSR forces, expected {expected}: "
