@@ -10,6 +10,7 @@ parameters are refused with their reason.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -275,8 +276,16 @@ def test_enable_refused_while_the_inclinometer_disagrees_with_the_encoders(probe
         probe.spin(0.3)
         answer = enable(True)
         assert not answer.success
-        assert "the encoders put the waist at (5.0" in answer.message, answer.message
-        assert "the inclinometer at (10.0" in answer.message, answer.message
+        # the angles as the node measured them: the waist holds about 5 deg of pitch (a
+        # hundredth either way, as its servo left it), the inclinometer 5 deg further
+        found = re.search(r"the encoders put the waist at \(([-\d.]+), ([-\d.]+)\) deg "
+                          r"\(pitch, roll\), the inclinometer at \(([-\d.]+), ([-\d.]+)\) deg: "
+                          r"([\d.]+) deg apart", answer.message)
+        assert found is not None, answer.message
+        encoder_pitch, _, inclinometer_pitch, _, distance = (float(v) for v in found.groups())
+        assert encoder_pitch == pytest.approx(5.0, abs=0.05), answer.message
+        assert inclinometer_pitch - encoder_pitch == pytest.approx(5.0, abs=0.02), answer.message
+        assert distance == pytest.approx(5.0, abs=0.02), answer.message
         assert "more than homing_tolerance=2 deg" in answer.message, answer.message
         assert view.wait_status(lambda s: s.message == "idle")
         apart[0] = 0.3
