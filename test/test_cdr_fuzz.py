@@ -101,14 +101,18 @@ def test_big_endian_and_xcdr2_forms_are_the_seeds_message_for_rclpy(seeds: dict[
         cls = fuzz_cdr.message_class(name)
         for data in datas:
             layout = cdr_mutations.parse(data, cdr_mutations.SCHEMAS[name])
-            expected = serialize_message(deserialize_message(data, cls))
+            expected = deserialize_message(data, cls)
             for form in (cdr_mutations.encode(layout, big_endian=True,
                                               encapsulation=b"\x00\x00\x00\x00"),
                          cdr_mutations.encode(layout, max_alignment=4,
                                               encapsulation=b"\x00\x07\x00\x00"),
                          cdr_mutations.encode(layout, big_endian=True, max_alignment=4,
                                               encapsulation=b"\x00\x06\x00\x00")):
-                assert serialize_message(deserialize_message(form, cls)) == expected, name
+                # the messages, field by field (repr: NaN equal to NaN), not rclpy's bytes:
+                # its serializer leaves the alignment padding uninitialised (seen in CI: the
+                # same message serialized twice differed in its padding bytes)
+                read = deserialize_message(form, cls)
+                assert read == expected or repr(read) == repr(expected), name
 
 
 def test_the_mutator_is_reproducible(seeds: dict[str, list[bytes]]) -> None:
