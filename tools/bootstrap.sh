@@ -46,11 +46,8 @@ if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ requirements-test
   touch "$stamp"
 fi
 
-export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
-export FASTDDS_DEFAULT_PROFILES_FILE="$PWD/config/fastdds_loopback.xml"
-export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT  # not LOCALHOST: see humanoid_balance/ros_env.py
-export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( 1 + $$ % 100 ))}"
-export MPLBACKEND=Agg
+# shellcheck source=tools/loopback_env.sh
+. tools/loopback_env.sh
 
 if [ "$job" = setup ] || [ "$job" = demo ]; then
   # numba compiles the cycles' kernels into its cache now, once (later runs load them in

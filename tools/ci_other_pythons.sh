@@ -37,11 +37,8 @@ find_python() {  # $1 = X.Y: the path of an interpreter of that version, or noth
   fi
 }
 
-export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
-export FASTDDS_DEFAULT_PROFILES_FILE="$PWD/config/fastdds_loopback.xml"
-export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT  # not LOCALHOST: see humanoid_balance/ros_env.py
-export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( 1 + $$ % 100 ))}"
-export MPLBACKEND=Agg
+# shellcheck source=tools/loopback_env.sh
+. tools/loopback_env.sh
 
 failed=()
 for version in $PYTHONS; do

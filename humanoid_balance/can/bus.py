@@ -296,6 +296,9 @@ class WaistCanBus(MotorBus):
         self._bitrate_warned = False
         self._sysfs_root = sysfs_root
         self._ip_link = ip_link
+        # checked once, here: recover() re-opens the bus from the servo thread, which must not
+        # read sysfs or run `ip` (a subprocess, up to 2 s) between two periods
+        self._pass_bitrate = self._external_bus is None and self._check_bitrate()
         self._open()
 
     # --- life cycle ---------------------------------------------------------------------
@@ -306,7 +309,7 @@ class WaistCanBus(MotorBus):
                 self._bus = self._external_bus
             else:
                 kwargs: dict[str, Any] = {"interface": self.interface, "channel": self.channel}
-                if self._check_bitrate():
+                if self._pass_bitrate:
                     kwargs["bitrate"] = self.bitrate
                 self._bus = can.Bus(**kwargs)
         except (can.CanError, OSError, ValueError, ImportError) as exc:

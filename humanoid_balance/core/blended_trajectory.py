@@ -57,7 +57,7 @@ FloatArray = NDArray[np.float64]
 
 #: grid of the times at which a catch-up window may rejoin the command's path [s]
 JOIN_STEP_S = 1e-3
-#: join times scanned per vectorised batch (a few hundred microseconds of numpy each)
+#: join times scanned at most per vectorised batch (a few hundred microseconds of numpy)
 _BATCH = 512
 #: relative slack on the limits when judging a piece of ``g`` (rounding, not tolerance)
 _SLACK = 1e-9
@@ -97,12 +97,8 @@ class BlendedTrajectory:
     accelerates at ``piece_acceleration[i]``.
 
     Attributes:
-        knot_times_s: (N,) the command's times of the points, from the start (0: where the
-            reference was when it was planned) [s].
-        knot_positions: (N, J) the points [rad].
         catch_ups: (start, end) of each window off the command's timing [s].
-        max_lag_rad: the largest distance, any joint, between the reference and the
-            command's blended path inside the windows [rad] (0 without windows).
+        command: the command's blended path ``g`` (pieces as these).
         rest_s: when the command's blended path comes to rest on its last point (the last
             point's time plus half its stop blend) [s].
         piece_start_s: (M,) piece start times [s].
@@ -111,10 +107,8 @@ class BlendedTrajectory:
         piece_acceleration: (M, J) [rad/s^2].
     """
 
-    knot_times_s: FloatArray
-    knot_positions: FloatArray
     catch_ups: tuple[tuple[float, float], ...]
-    max_lag_rad: float
+    command: Pieces
     rest_s: float
     piece_start_s: FloatArray
     piece_position: FloatArray
@@ -125,6 +119,17 @@ class BlendedTrajectory:
     def duration_s(self) -> float:
         """Time from the start until the reference is at rest on its last point [s]."""
         return float(self.piece_start_s[-1])
+
+    @cached_property
+    def max_lag_rad(self) -> float:
+        """The largest distance, any joint, between the reference and the command's blended
+        path inside the windows, on the join grid [rad] (0 without windows): computed when
+        asked (the diagnostics' thread), not in the servo thread that plans."""
+        grids = [np.arange(start, end, JOIN_STEP_S) for start, end in self.catch_ups]
+        grid = np.concatenate(grids) if grids else np.empty(0)
+        if not grid.size:
+            return 0.0
+        return float(np.max(np.abs(self.samples(grid)[0] - self.command.state(grid)[0])))
 
     @property
     def catch_up_s(self) -> float:
@@ -184,8 +189,8 @@ class BlendedTrajectory:
         command, rest_s = _command_path(knots, knot_times, acceleration_limit)
         limits = _Limits(velocity_limit, acceleration_limit,
                          *_range(lower, upper, q0))
-        pieces, windows, lag = _follow(command, v_init, limits)
-        return cls(knot_times, knots, tuple(windows), lag, rest_s, pieces.start_s,
+        pieces, windows = _follow(command, v_init, limits)
+        return cls(tuple(windows), command, rest_s, pieces.start_s,
                    pieces.position, pieces.velocity, pieces.acceleration)
 
     def sample(self, t_s: float) -> tuple[FloatArray, FloatArray]:
@@ -322,15 +327,14 @@ def _beyond_limits(command: Pieces, limits: _Limits) -> NDArray[np.bool_]:
 
 
 def _follow(command: Pieces, v_init: FloatArray,
-            limits: _Limits) -> tuple[Pieces, list[tuple[float, float]], float]:
+            limits: _Limits) -> tuple[Pieces, list[tuple[float, float]]]:
     """The reference: ``g`` where it is within the limits, catch-up windows elsewhere.
 
-    Returns the pieces, the windows and the largest lag inside them (rad).
+    Returns the pieces and the windows.
     """
     bad = _beyond_limits(command, limits)
     out: list[Pieces] = []
     windows: list[tuple[float, float]] = []
-    lag = 0.0
     t = 0.0
     q, v = command.position[0], v_init
     v_gap = float(np.max(np.abs(v_init - command.velocity[0])))
@@ -353,12 +357,8 @@ def _follow(command: Pieces, v_init: FloatArray,
                 np.full(q.size, np.inf)))
         out.append(transfer)
         windows.append((leave, join))
-        grid = np.arange(leave, join, JOIN_STEP_S / 4.0)
-        if grid.size:
-            mine = transfer.state(grid)[0]
-            lag = max(lag, float(np.max(np.abs(mine - command.state(grid)[0]))))
         t, leave = join, None
-    return _concatenate(out), windows, lag
+    return _concatenate(out), windows
 
 
 def _slice(path: Pieces, t0: float, t1: float) -> Pieces:
@@ -389,10 +389,10 @@ def _join(command: Pieces, bad: NDArray[np.bool_], leave: float, q: FloatArray, 
     rest = float(command.start_s[-1])
     spread = float(np.max(np.abs(command.position[-1] - q))) if q.size else 0.0
     horizon = rest + 2.0 * limits.velocity / limits.acceleration + spread / limits.velocity + 1.0
-    t = leave
+    t, batch = leave, 32  # most windows join within tens of ms: batches grow from there
     while t < horizon:
-        candidates: FloatArray = t + JOIN_STEP_S * np.arange(1, _BATCH + 1, dtype=np.float64)
-        t = float(candidates[-1])
+        candidates: FloatArray = t + JOIN_STEP_S * np.arange(1, batch + 1, dtype=np.float64)
+        t, batch = float(candidates[-1]), min(2 * batch, _BATCH)
         on_bad = bad[command.index(candidates)] & (candidates < rest)
         x1, v1, _ = command.state(candidates)
         ok = ~on_bad & _reachable(q, v, x1, v1, candidates - leave, limits)

@@ -665,8 +665,10 @@ class ZmpEstimatorNode(Node):
         """A warning, at most one a second (all warnings of the node share the one throttle)."""
         self._warnings.warning(text)
 
-    def diagnostics_status(self) -> tuple[int, str]:
-        """The level and message diagnostics report now (drops: since the last /diagnostics)."""
+    def diagnostics_status(self, period: dict[str, int],
+                           drop_reason: tuple[int, str] | None) -> tuple[int, str]:
+        """The level and message diagnostics report now, from the period's counters and the
+        last drop's reason (taken since the last /diagnostics)."""
         now = self._now_ns()
         silent = []
         for side in SIDES:
@@ -678,7 +680,6 @@ class ZmpEstimatorNode(Node):
         if silent:
             return STALE, (f"{'; '.join(silent)} (timeout {1e-9 * self.sensor_timeout_ns:.3f} s): "
                            "no ZMP")
-        period = self._period
         dropped, produced = period["dropped"], period["published"]
         if dropped == 0 and produced == 0 and period["unpaired"] > 0:
             if self.sensor_type == "fsr":
@@ -687,8 +688,8 @@ class ZmpEstimatorNode(Node):
             tolerance = 1e-9 * self.sync.tolerance_ns
             return ERROR, (f"no ZMP: {period['unpaired']} foot samples did not pair (the feet's "
                            f"stamps differ by more than sync_tolerance {tolerance:.4f} s)")
-        if dropped and self._drop_reason is not None:
-            level, reason = self._drop_reason
+        if dropped and drop_reason is not None:
+            level, reason = drop_reason
             if produced == 0:
                 return max(level, ERROR), f"no ZMP: {dropped} samples dropped: {reason}"
             return max(level, WARN), f"{dropped} samples dropped ({produced} ZMPs): {reason}"
@@ -706,8 +707,12 @@ class ZmpEstimatorNode(Node):
 
     def publish_diagnostics(self) -> None:
         """Publish the node's status on /diagnostics (from the diagnostics thread: it reads what
-        the executor writes, and changes only the period's counters it reports)."""
-        level, message = self.diagnostics_status()
+        the executor writes). The period's counters are swapped for fresh ones first, each in
+        one assignment, so a drop the executor counts meanwhile goes to the next period instead
+        of being reset unreported."""
+        period, self._period = self._period, {"dropped": 0, "published": 0, "unpaired": 0}
+        drop_reason, self._drop_reason = self._drop_reason, None
+        level, message = self.diagnostics_status(period, drop_reason)
         values: dict[str, Any] = dict(self.counts)
         values["dropped_unpaired"] = self.sync.dropped + self.pairer.dropped
         values["fsr_resyncs"] = self.pairer.resyncs
@@ -721,8 +726,6 @@ class ZmpEstimatorNode(Node):
                 values["margin_m"] = out.margin
         self.pub_diag.publish(diagnostic_array(self, [diagnostic_status(
             f"{NODE_NAME}: ZMP", level, message, values, hardware_id=self.sensor_type)]))
-        self._period = {"dropped": 0, "published": 0, "unpaired": 0}
-        self._drop_reason = None
 
     def _diagnostics_failed(self, exc: Exception) -> None:
         """A /diagnostics the thread could not publish: logged (throttled) while the node runs."""
