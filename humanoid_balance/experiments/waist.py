@@ -300,7 +300,6 @@ class DrawResult:
         moving_start: the path's first segment moves while the waist stands still.
         spacing_s: the points' spacing [s].
         errors: the tracking errors from the end of the start's catch-up window.
-        catch_up_s: the longest window off the command's timing [s].
         run: the logged run.
     """
 
@@ -309,8 +308,12 @@ class DrawResult:
     moving_start: bool
     spacing_s: float
     errors: TrackingErrors
-    catch_up_s: float
     run: TrackingRun
+
+    @property
+    def catch_up_s(self) -> float:
+        """The longest window off the command's timing [s] (the run's)."""
+        return self.run.catch_up_s
 
 
 def run_drawn(seed: int, spacing_s: float | None = None, noise_deg: float = 0.02,
@@ -343,7 +346,7 @@ def run_drawn(seed: int, spacing_s: float | None = None, noise_deg: float = 0.02
         run = _track(rig, bus, TrajectoryResult(True, False, "no refusal in a drawn run"),
                      drawn.path)
     return DrawResult(seed, drawn.kind, drawn.moving_start, drawn.spacing_s,
-                      tracking_errors(run), run.catch_up_s, run)
+                      tracking_errors(run), run)
 
 
 #: issue 14: overshoot past a stop and past a clamped range edge, and the tracking error of the

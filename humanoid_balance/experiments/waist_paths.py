@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from humanoid_balance.can.controller import WaistControllerConfig
+from humanoid_balance.core.waist_kinematics import PITCH_LIMITS_RAD, ROLL_LIMITS_RAD
 from humanoid_balance.experiments.waist import WaistPath
 
 FloatArray = NDArray[np.float64]
@@ -39,10 +41,13 @@ LIMIT_SHARE = 0.8
 CORNER_ROUNDING_DEG = 0.015
 #: a moving start's speed, at most, per joint [deg/s]
 MOVING_START_DEG_S = 2.5
-#: the waist's declared limits (``config/waist.yaml``) and range [deg, deg/s, deg/s^2]
-VELOCITY_LIMIT_DEG_S = 60.0
-ACCELERATION_LIMIT_DEG_S2 = 30.0
-RANGE_DEG = ((-5.0, 45.0), (-15.0, 15.0))
+#: the waist's declared limits and range, from the controller's defaults (a change there
+#: changes what is feasible here) [deg/s, deg/s^2, deg]
+#: (rounded to 1e-9 deg: the degrees the limits were set in, not their radians' last bit)
+VELOCITY_LIMIT_DEG_S = round(math.degrees(WaistControllerConfig.velocity_limit_rad_s), 9)
+ACCELERATION_LIMIT_DEG_S2 = round(math.degrees(WaistControllerConfig.acceleration_limit_rad_s2), 9)
+RANGE_DEG = tuple((round(math.degrees(lo), 9), round(math.degrees(hi), 9))
+                  for lo, hi in (PITCH_LIMITS_RAD, ROLL_LIMITS_RAD))
 #: margin kept from the range's edges [deg]
 _EDGE_MARGIN_DEG = 1.0
 #: step of the motion the points are sampled from [s]
