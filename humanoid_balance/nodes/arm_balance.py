@@ -324,7 +324,10 @@ class ArmBalanceNode(LifecycleNode):
         return problem is not None
 
     def _warn(self, key: str, text: str) -> None:  # at most once a second per key
-        self._logs.setdefault(key, LogThrottle(self.get_logger(), 1.0)).warning(text)
+        throttle = self._logs.get(key)
+        if throttle is None:  # made once per key, not on every call (1 kHz callers warn here)
+            throttle = self._logs[key] = LogThrottle(self.get_logger(), 1.0)
+        throttle.warning(text)
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         state = lifecycle_state(self)
