@@ -724,7 +724,7 @@ class RmcController:
         self.set_selection(selection, secondary)
         self._q_cmd: np.ndarray | None = None
         self._qd_prev = np.zeros(len(self._names))
-        self._h_prev_w, self._last_scale = np.zeros(6), 1.0
+        self._h_prev_w = np.zeros(6)
         self._posture_prev = np.zeros(len(self._aux_names))
         self._drift_data = model.model.createData()  # (the forward differences' own)
         self._d_prev = np.zeros(self._n_job)  # last cycle's unlimited job velocities [rad/s]
@@ -747,6 +747,11 @@ class RmcController:
         self._limits = self._all_limits.subset([self._limit_index[n] for n in self._names])
         self._boxer = VelocityBoxer(self._limits, self.position_margin)
         self._posture_target = self._aux_posture_target(self.aux_posture)
+        # the job arm's bounds for the braking checks, made once here, not every cycle
+        nj = self._n_job
+        self._job_upper = np.ascontiguousarray(self._limits.upper[:nj] - self.position_margin)
+        self._job_lower = np.ascontiguousarray(self._limits.lower[:nj] + self.position_margin)
+        self._job_acceleration = np.ascontiguousarray(self._limits.acceleration[:nj])
 
     def _aux_posture_target(self, posture: tuple[float, ...] | None) -> np.ndarray | None:
         """The aux arm's posture [rad] in :attr:`aux_names` order, checked against its limits."""
@@ -886,7 +891,6 @@ class RmcController:
         cfg = q.copy()
         a_w = self._momentum_about_w(cfg)[0]
         self._h_prev_w = a_w @ self._qd_prev
-        self._last_scale = 1.0
         self._posture_prev = np.zeros(len(self._aux_names))
         self._d_prev = np.zeros(self._n_job)
         self._last_twist = None
@@ -996,8 +1000,6 @@ class RmcController:
             qd_job, qd_aux = np.ascontiguousarray(limited.job), np.ascontiguousarray(limited.aux)
             scale, regime = limited.scale, limited.regime
             job_exact = regime is RmcRegime.TRACKING
-        if regime is not RmcRegime.TURNING:
-            self._last_scale = scale
 
         qd, h_job, h_aux, h, h_w, rate, q_next = kernels.commit(
             a_ref, a_w, a_ref is a_w, qd_job, qd_aux, self._h_prev_w, dt, self._q_cmd,
@@ -1194,7 +1196,7 @@ class RmcController:
         if cycle.jac is None or not np.any(n):
             return math.inf, math.inf
         nj, dt = self._n_job, cycle.dt
-        acceleration = self._limits.acceleration[:nj]
+        acceleration = self._job_acceleration
         step = 1e-6
         shifted = cycle.cfg.copy()
         shifted[self._arm_q[:nj]] += step * n
@@ -1206,18 +1208,22 @@ class RmcController:
         curved = drift > 0
         cap = math.inf if not curved.any() else float(
             np.sqrt(np.min(NULL_DRIFT_SHARE * acceleration[curved] / drift[curved])))
-        q = np.ascontiguousarray(cycle.cfg[self._arm_q[:nj]] + 0.5 * self._qd_prev[:nj] * dt)
-        upper = self._limits.upper[:nj] - self.position_margin
-        lower = self._limits.lower[:nj] + self.position_margin
-        up, down = (_braking_scale(np.ascontiguousarray(sign * n), q, upper, lower, acceleration,
-                                   dt, 1.0 - DRIFT_SHARE, PATH_BRAKING_FLOOR, cap)
+        q = self._job_ahead(dt)
+        up, down = (_braking_scale(np.ascontiguousarray(sign * n), q, self._job_upper,
+                                   self._job_lower, acceleration, dt, 1.0 - DRIFT_SHARE,
+                                   PATH_BRAKING_FLOOR, cap)
                     for sign in (1.0, -1.0))
         return up, down
 
-    def _scale_cap(self, direction: np.ndarray, cycle: _Cycle, exact_drift: bool = True,
-                   braking: bool = True) -> float:
-        """The largest ``s`` (at most 1) from which ``qd = s d`` can brake along its path
-        (without ``braking``: only the curvature's part below).
+    def _job_ahead(self, dt: float) -> np.ndarray:
+        """The job joints' commanded positions half a step ahead, as the box sees them (the
+        cycle's configuration holds ``_q_cmd`` at the arm's indices)."""
+        nj, q = self._n_job, self._q_cmd
+        assert q is not None  # set by reset(), before any step
+        return q[:nj] + 0.5 * self._qd_prev[:nj] * dt
+
+    def _scale_cap(self, direction: np.ndarray, cycle: _Cycle, exact_drift: bool = True) -> float:
+        """The largest ``s`` (at most 1) from which ``qd = s d`` can brake along its path.
 
         The job arm keeps its direction while braking only if every joint slows in
         proportion: ``s`` can fall at most at ``min_j a_j / |d_j|``, so joint ``i``
@@ -1232,15 +1238,11 @@ class RmcController:
         taken only where ``d`` changed since the last cycle by more than
         ``DRIFT_SHARE a dt`` in some joint (a change that includes the request's own).
         """
-        nj, dt = self._n_job, cycle.dt
-        acceleration = self._limits.acceleration[:nj]
-        # the commanded positions, half a step ahead as the box sees them
-        q = cycle.cfg[self._arm_q[:nj]] + 0.5 * self._qd_prev[:nj] * dt
-        margin = self.position_margin
-        cap = 1.0 if not braking else _braking_scale(
-            np.ascontiguousarray(direction), np.ascontiguousarray(q),
-            self._limits.upper[:nj] - margin, self._limits.lower[:nj] + margin, acceleration,
-            dt, 1.0 - DRIFT_SHARE, PATH_BRAKING_FLOOR, 1.0)
+        dt = cycle.dt
+        acceleration = self._job_acceleration
+        cap = _braking_scale(np.ascontiguousarray(direction), self._job_ahead(dt),
+                             self._job_upper, self._job_lower, acceleration, dt,
+                             1.0 - DRIFT_SHARE, PATH_BRAKING_FLOOR, 1.0)
         if cycle.jac is None or (not exact_drift and np.all(
                 np.abs(direction - self._d_prev) <= DRIFT_SHARE * acceleration * dt)):
             return cap
