@@ -31,7 +31,7 @@ CLOCK_BACK_TOLERANCE_S = 1e-3
 def is_fresh(received_s: float | None, now_s: float, timeout_s: float) -> bool:
     """Whether an input received at ``received_s`` [s] (None: never) is fresh at ``now_s``:
     not older than ``timeout_s`` [s] and not received after now beyond the tolerance."""
-    return received_s is not None and (
+    return received_s is not None and bool(
         -CLOCK_BACK_TOLERANCE_S <= now_s - received_s <= timeout_s)
 
 
