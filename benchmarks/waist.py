@@ -95,12 +95,13 @@ def core_step_us(samples: int = 20000) -> float:
 def controller_cycle_us(samples: int = 5000) -> float:
     """Median time of one WaistController.servo_cycle on a virtual bus, microseconds."""
     from humanoid_balance.can.bus import WaistCanBus
-    from humanoid_balance.can.controller import WaistController, WaistControllerConfig
-    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.can.sim_drive import SimulatedWaist
+    from humanoid_balance.waist import WaistController, WaistServoConfig
+    from humanoid_balance.waist.load import TorsoLoad
 
     with SimulatedWaist(channel="bench_cycle", torso=TorsoLoad()) as sim, WaistCanBus(
             channel="bench_cycle", use_notifier=False, clock=lambda: sim.time_s) as bus:
-        ctl = WaistController(WaistControllerConfig(), bus)
+        ctl = WaistController(WaistServoConfig(), bus)
         for _ in range(5):
             ctl.servo_cycle(sim.time_s)
             sim.step(0.002)
@@ -121,12 +122,13 @@ def _sim_rig(channel: str) -> tuple[Any, Any, Any]:
     """Simulated drives (the torso on them), a polled bus and an enabled controller following a
     60 s ramp in pitch and roll: the lock-step rig of the node with ``simulated_drives``."""
     from humanoid_balance.can.bus import WaistCanBus
-    from humanoid_balance.can.controller import WaistController, WaistControllerConfig
-    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.can.sim_drive import SimulatedWaist
+    from humanoid_balance.waist import WaistController, WaistServoConfig
+    from humanoid_balance.waist.load import TorsoLoad
 
     sim = SimulatedWaist(channel=channel, torso=TorsoLoad())
     bus = WaistCanBus(channel=channel, use_notifier=False, clock=lambda: sim.time_s)
-    ctl = WaistController(WaistControllerConfig(), bus)
+    ctl = WaistController(WaistServoConfig(), bus)
     for _ in range(5):
         sim.step(0.002)
         ctl.servo_cycle(sim.time_s)
@@ -183,7 +185,8 @@ def node_servo_thread_cpu_us(seconds: float) -> float:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from humanoid_balance import graph
-    from humanoid_balance.nodes.waist_controller import WaistControllerNode
+    from humanoid_balance.nodes.waist_controller import JOINTS, WaistControllerNode
+    from humanoid_balance.waist.reference import command_arrays
 
     spec = next(n for n in graph.sim_graph(lock_step=False) if n.name == "waist_controller")
     overrides = {**spec.parameters, "use_sim_time": False,
@@ -209,15 +212,20 @@ def node_servo_thread_cpu_us(seconds: float) -> float:
             point = JointTrajectoryPoint(positions=[np.radians(0.5 * t), np.radians(-1 - 0.1 * t)])
             point.time_from_start.sec, point.time_from_start.nanosec = int(t), int(t % 1 * 1e9)
             command.points.append(point)
-        node._on_command(command)  # as the subscription would hand it over
+        loop = node.loop
+        assert loop is not None
+        times_positions = command_arrays(command.joint_names, command.points, JOINTS)
+        assert not isinstance(times_positions, str), times_positions
+        loop.submit_command(*times_positions, None)  # as the subscription hands it over
         spin(1.0)
-        assert node._thread is not None and node.controller is not None
-        stat = Path(f"/proc/self/task/{node._thread.native_id}/schedstat")
-        cpu0, cycles0 = int(stat.read_text().split()[0]), node.controller.cycles
+        thread, controller = loop.thread, loop.controller
+        assert thread is not None
+        stat = Path(f"/proc/self/task/{thread.native_id}/schedstat")
+        cpu0, cycles0 = int(stat.read_text().split()[0]), controller.cycles
         spin(seconds)
-        cpu1, cycles1 = int(stat.read_text().split()[0]), node.controller.cycles
-        if node.controller.state.value != "running":
-            raise RuntimeError(f"the node left RUNNING ({node.controller.fault_reason})")
+        cpu1, cycles1 = int(stat.read_text().split()[0]), controller.cycles
+        if controller.state.value != "running":
+            raise RuntimeError(f"the node left RUNNING ({controller.fault_reason})")
         node.trigger_deactivate()
     finally:
         executor.shutdown()
@@ -374,8 +382,9 @@ def node_period_errors(seconds: float, priority: int, drives: str,
     from rclpy.lifecycle import TransitionCallbackReturn
     from rclpy.parameter import Parameter
 
-    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.can.sim_drive import SimulatedWaist
     from humanoid_balance.nodes.waist_controller import WaistControllerNode
+    from humanoid_balance.waist.load import TorsoLoad
 
     probe = subprocess.Popen(  # the probe runs at normal priority, like rviz or a recorder
         [sys.executable, "-c", PROBE, str(seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -408,14 +417,15 @@ def node_period_errors(seconds: float, priority: int, drives: str,
         end = time.monotonic() + 0.5
         while time.monotonic() < end:  # the command arrives
             executor.spin_once(timeout_sec=0.005)
-        node.period_errors_s.clear()
-        node.record_period_errors = True
+        assert node.loop is not None
+        node.loop.period_errors_s.clear()
+        node.loop.record_period_errors = True
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.005)
-        node.record_period_errors = False
-        errors = np.array(node.period_errors_s)
-        durations = np.array(node.cycle_durations_s) * 1e3
+        node.loop.record_period_errors = False
+        errors = np.array(node.loop.period_errors_s)
+        durations = np.array(node.loop.cycle_durations_s) * 1e3
         print(f"cycle+publish ms: p50 {np.percentile(durations, 50):.3f} "
               f"p99 {np.percentile(durations, 99):.3f} max {durations.max():.3f}; "
               f"late > 0.2 ms: {(np.abs(errors) > 2e-4).sum()} of {errors.size}")

@@ -4,9 +4,10 @@
 1. ``core_us_*``: :meth:`ZmpEstimator.step` on a two-foot F/T sample (foot
    weight compensation, both feet's ZMPs, contact hysteresis, polygon from
    the cache, margin), sole poses given, wrenches varying every sample like a
-   strike's. ``core_with_fk_us_*`` adds the sole poses from a joint state
-   (pinocchio forward kinematics of the 30-joint model), which the node does
-   when the legs move.
+   strike's (wall time; ``core_cpu_us_*``: the same on this thread's CPU clock, which
+   leaves out the time the process was preempted). ``core_with_fk_us_*`` adds the
+   sole poses from a joint state (pinocchio forward kinematics of the 30-joint model),
+   which the node does when the legs move.
 2. ``node_*``: ``zmp_estimator`` in a process of its own; this process
    publishes ``/joint_states`` and both ``/{side}_foot/ft`` at 1 kHz (stamped
    with the wall clock at publication) and times each ``/zmp`` from its stamp
@@ -51,7 +52,10 @@ print("ready", flush=True)
 end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     executor.spin_once(timeout_sec=0.05)
-print(node.counts, node.sync.dropped, flush=True)
+# the counts on the node, or on its ROS-free loop (core/zmp_loop.py) where it has one
+owner = getattr(node, "loop", node)
+print(getattr(owner, "counts", None), getattr(getattr(owner, "sync", None), "dropped", None),
+      flush=True)
 node.destroy_node()
 rclpy.try_shutdown()
 """
@@ -96,6 +100,22 @@ def _estimator_and_samples(count: int) -> tuple[Any, list[dict[str, Any]], Any, 
             sample[side] = FootSample(soles[side], force, torque)
         samples.append(sample)
     return estimator, samples, model, q
+
+
+def core_cpu_times(count: int = 20000) -> np.ndarray:
+    """Per-sample CPU times [s] of the estimate alone (this thread's CPU clock: the time the
+    process was preempted left out, which on a loaded machine makes most of a wall p99)."""
+    estimator, samples, _, _ = _estimator_and_samples(count)
+    step = estimator.step
+    for sample in samples[:500]:  # warm-up
+        step(sample)
+    cpu = np.empty(count)
+    clock = time.thread_time_ns
+    for k, sample in enumerate(samples):
+        t0 = clock()
+        step(sample)
+        cpu[k] = (clock() - t0) * 1e-9
+    return cpu
 
 
 def core_times(count: int = 20000) -> tuple[np.ndarray, np.ndarray]:
@@ -203,10 +223,14 @@ def main() -> int:
     use_loopback_dds(int(os.environ.get("ROS_DOMAIN_ID", "93")))
     from humanoid_balance.results import metric, write_results
 
+    load_start = os.getloadavg()
     alone, with_fk = core_times()
+    cpu = core_cpu_times()
+    load_after_core = os.getloadavg()
     us = 1e6
     print(f"core: median {np.median(alone) * us:.1f} us, p99 {np.percentile(alone, 99) * us:.1f} us "
-          f"({len(alone)} samples)")
+          f"({len(alone)} samples); CPU time median {np.median(cpu) * us:.1f} us, p99 "
+          f"{np.percentile(cpu, 99) * us:.1f} us")
     latency, received, output = node_latency(args.seconds, args.rate, NODE_DRIVER, "events")
     print(f"node: {received} /zmp in {args.seconds} s; driver said: {output.strip()[-300:]}")
     classic, classic_received, _ = node_latency(args.seconds, args.rate, NODE_DRIVER, "single")
@@ -216,6 +240,8 @@ def main() -> int:
         "core_us_median": metric(round(float(np.median(alone)) * us, 2), "us", target=20, better="lower"),
         "core_us_p99": metric(round(float(np.percentile(alone, 99)) * us, 2), "us", target=20,
                               better="lower"),
+        "core_cpu_us_median": metric(round(float(np.median(cpu)) * us, 2), "us"),
+        "core_cpu_us_p99": metric(round(float(np.percentile(cpu, 99)) * us, 2), "us"),
         "core_with_fk_us_median": metric(round(float(np.median(with_fk)) * us, 2), "us"),
         "core_with_fk_us_p99": metric(round(float(np.percentile(with_fk, 99)) * us, 2), "us"),
         "node_rate_hz": metric(round(received / args.seconds, 1), "Hz", target=args.rate,
@@ -233,6 +259,10 @@ def main() -> int:
         "echo_latency_ms_p50": metric(round(float(np.percentile(echo, 50)) * ms, 3), "ms"),
         "echo_latency_ms_p99": metric(round(float(np.percentile(echo, 99)) * ms, 3), "ms"),
     }
+    # a shared machine: the load beside the figures (1-minute load averages of its 2 cores)
+    metrics["load_average_1min_at_start"] = metric(round(load_start[0], 2), "")
+    metrics["load_average_1min_after_core"] = metric(round(load_after_core[0], 2), "")
+    metrics["load_average_1min_at_end"] = metric(round(os.getloadavg()[0], 2), "")
     write_results("zmp", metrics, command=f"python benchmarks/zmp.py --seconds {args.seconds:g}")
     return 0
 

@@ -37,13 +37,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from humanoid_balance.cdr import (
-    _UINT32,
-    JointStateCommandWriter,
-    _header_template,
-    _pad,
-    float64_multi_array_message,
-)
+from humanoid_balance.cdr import JointStateCommandWriter, float64_multi_array_message
+from humanoid_balance.cdr_primitives import UINT32, header_template, pad
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 from humanoid_balance.params import Param
 
@@ -118,26 +113,26 @@ class JointTrajectoryCommandWriter:
             raise ConfigurationError(f"command period {period_s} s: must be finite and > 0")
         self.names = tuple(names)
         count = len(self.names)
-        buffer = _header_template("")  # stamp 0: start on receipt (see the module docstring)
-        _pad(buffer, 4)
-        buffer.extend(_UINT32.pack(count))
+        buffer = header_template("")  # stamp 0: start on receipt (see the module docstring)
+        pad(buffer, 4)
+        buffer.extend(UINT32.pack(count))
         for name in self.names:
-            _pad(buffer, 4)
+            pad(buffer, 4)
             encoded = name.encode()
-            buffer.extend(_UINT32.pack(len(encoded) + 1) + encoded + b"\x00")
-        _pad(buffer, 4)
-        buffer.extend(_UINT32.pack(1))  # one point
+            buffer.extend(UINT32.pack(len(encoded) + 1) + encoded + b"\x00")
+        pad(buffer, 4)
+        buffer.extend(UINT32.pack(1))  # one point
         starts = []
         for filled in (True, True, False, False):  # positions, velocities, accelerations, effort
-            _pad(buffer, 4)
-            buffer.extend(_UINT32.pack(count if filled else 0))
+            pad(buffer, 4)
+            buffer.extend(UINT32.pack(count if filled else 0))
             if filled and count:
-                _pad(buffer, 8)
+                pad(buffer, 8)
                 starts.append(len(buffer))
                 buffer.extend(b"\x00" * 8 * count)
-        _pad(buffer, 4)
+        pad(buffer, 4)
         sec, nanosec = divmod(round(period_s * 1e9), 1_000_000_000)
-        buffer.extend(np.array([sec], "<i4").tobytes() + _UINT32.pack(nanosec))
+        buffer.extend(np.array([sec], "<i4").tobytes() + UINT32.pack(nanosec))
         self._buffer = buffer
         views = [np.frombuffer(buffer, dtype="<f8", count=count, offset=s) for s in starts]
         self._position: np.ndarray = views[0] if count else np.zeros(0)

@@ -7,7 +7,8 @@ cannot drift apart.
 
 - :data:`NODES`: every executable of the package (:class:`NodeSpec`): its node
   name, console script, parameter file, whether it is a lifecycle node and
-  whether it commands motors.
+  whether it commands motors (:mod:`humanoid_balance.graph_nodes`, with
+  :class:`GraphNode`, the namespace remappings and the processes' arguments).
 - :func:`robot_graph`, :func:`sim_graph`, :func:`replay_graph`: the graphs the
   launch files start, as lists of :class:`GraphNode` (a spec with the
   parameter overrides and remappings of that graph).
@@ -15,7 +16,8 @@ cannot drift apart.
   ``--ros-args`` of its process, which is what ``ros2 run`` and ``ros2 launch``
   pass too.
 - :func:`apply_parameter_file`: a team's parameter file (``params_file:=``) over
-  the package's, checked before any node starts.
+  the package's, checked before any node starts
+  (:mod:`humanoid_balance.graph_params_file`).
 - Namespaces: the nodes' topic and service names are absolute (``/zmp``); under
   a namespace every one of :data:`ROBOT_NAMES` is remapped to
   ``/<namespace><name>`` (:func:`namespace_remappings`), so that two robots on one
@@ -30,9 +32,8 @@ the module is imported by launch files, which run before any node exists, and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,66 +42,38 @@ import yaml
 from humanoid_balance.bag import CLOCK_TOPIC, metadata_topics
 from humanoid_balance.command_interface import COMMAND_INTERFACES
 from humanoid_balance.exceptions import ConfigurationError
-from humanoid_balance.params import SPEC_NODES, spec_for
-from humanoid_balance.params.files import (
-    ParameterFile,
-    merged_parameters,
-    read_parameter_file,
-    spec_problems,
-    unmatched,
+from humanoid_balance.graph_nodes import (
+    LIFECYCLE_ORDER,
+    NODES,
+    PACKAGE,
+    ROBOT_NAMES,
+    TOPIC_PARAMETERS,
+    GraphNode,
+    NodeSpec,
+    command_line,
+    external_remappings,
+    lifecycle_nodes,
+    namespace_prefix,
+    namespace_remappings,
+    ros_arguments,
+)
+from humanoid_balance.graph_params_file import (
+    ARGUMENT_OF_PARAMETER,
+    ParameterFileCheck,
+    apply_parameter_file,
 )
 from humanoid_balance.resources import config_path
 
-PACKAGE = "humanoid_balance"
-
-
-@dataclass(frozen=True)
-class NodeSpec:
-    """One executable of the package.
-
-    Attributes:
-        name: the node's name (``/name`` in the graph).
-        executable: its console script (``ros2 run humanoid_balance <executable>``).
-        parameter_file: its file in ``config/`` (``ros__parameters`` under ``/**/name``: the
-            node's defaults in any namespace).
-        lifecycle: a managed node: it commands nothing until configured and activated.
-        commands_motors: it sends commands to the robot's motors.
-        description: one line for tables and ``--help``.
-    """
-
-    name: str
-    executable: str
-    parameter_file: str
-    lifecycle: bool
-    commands_motors: bool
-    description: str
-
-    def parameter_path(self) -> Path:
-        """The installed parameter file."""
-        return config_path(self.parameter_file)
-
-
-#: every executable of the package, by node name
-NODES: dict[str, NodeSpec] = {spec.name: spec for spec in (
-    NodeSpec("mujoco_sim", "mujoco_sim", "sim.yaml", lifecycle=False, commands_motors=False,
-             description="MuJoCo simulation of the seed robots behind the robot's topics"),
-    NodeSpec("zmp_estimator", "zmp_estimator", "zmp.yaml", lifecycle=False,
-             commands_motors=False,
-             description="ZMP / CoP from the foot F/T sensors or FSRs, support polygon, margin"),
-    NodeSpec("arm_balance", "arm_balance", "arm_balance.yaml", lifecycle=True,
-             commands_motors=True,
-             description="resolved momentum control of the two arms (seeds 000, 002)"),
-    NodeSpec("waist_controller", "waist_controller", "waist.yaml", lifecycle=True,
-             commands_motors=True,
-             description="differential waist over CAN: RMRC outer loop, three-loop servo (seed 003)"),
-    NodeSpec("identification_executor", "identification_executor", "identification.yaml",
-             lifecycle=True, commands_motors=True,
-             description="gravity-parameter identification sweeps of an arm (seed 004)"),
-)}
-
-#: lifecycle nodes are configured, then activated, in this order (and deactivated in reverse):
-#: the arm balance before the waist, so that the arms hold the momentum before the torso moves
-LIFECYCLE_ORDER = ("arm_balance", "waist_controller", "identification_executor")
+__all__ = [
+    "ARGUMENT_OF_PARAMETER", "ARM_BALANCE_PRIORITY", "FREE_RUNNING_CLOCK_RATE_HZ",
+    "FREE_RUNNING_COMMAND_LATENCY_S", "LIFECYCLE_ORDER", "LOCK_STEP_PHYSICS", "LOCK_STEP_RATE_HZ",
+    "NODES", "PACKAGE", "PLAYERS", "ROBOT_NAMES", "ROS2_CONTROL_INPUTS",
+    "SIMULATED_DRIVE_FEEDBACK_TIMEOUT_S", "SIM_WAIST_JOINT_STATES", "TOPIC_PARAMETERS",
+    "GraphNode", "NodeSpec", "ParameterFileCheck", "apply_parameter_file", "bag_player_command",
+    "command_line", "external_remappings", "lifecycle_nodes", "namespace_prefix",
+    "namespace_remappings", "replay_graph", "robot_graph", "ros_arguments", "rviz_config",
+    "sim_graph", "zmp_estimator_inputs",
+]
 
 #: the waist controller's joint states in the simulation: mujoco_sim publishes every joint on
 #: /joint_states, so the waist's own encoder reading goes here (and the MuJoCo waist follows it)
@@ -146,149 +119,15 @@ FREE_RUNNING_COMMAND_LATENCY_S = 0.05
 #: every launch file's process would then load. test/test_graph.py checks the two are equal
 LOCK_STEP_PHYSICS: Mapping[str, Any] = {"integrator": "rk4", "timestep": 0.00025}
 
-#: every absolute topic and service name the package's nodes use (their sources, their
-#: parameters' default topics, and the topics the graphs remap to). Under a namespace each is
-#: remapped to ``/<namespace><name>`` (:func:`namespace_remappings`): the nodes name them
-#: absolute, and a remapping is how a launch moves them without touching the nodes.
-#: test/test_graph.py checks that the nodes' sources use no other; ``/rosout`` and
-#: ``/parameter_events`` stay shared, as in any ROS graph
-ROBOT_NAMES: tuple[str, ...] = (
-    # time and TF
-    "/clock", "/tf", "/tf_static", "/diagnostics",
-    # the robot's inputs
-    "/joint_states", "/left_foot/ft", "/right_foot/ft", "/left_foot/fsr", "/right_foot/fsr",
-    "/waist/inclinometer", "/base_pose",
-    # zmp_estimator
-    "/zmp", "/left_foot/zmp", "/right_foot/zmp", "/support_polygon", "/zmp/stability_margin",
-    "/zmp/markers",
-    # arm_balance
-    "/arm_balance/command", "/arm_balance/momentum", "/arm_balance/model_zmp",
-    "/arm_balance/job_twist", "/arm_balance/job_joint_velocities", "/arm_balance/enable",
-    # waist_controller
-    "/waist/joint_states", "/waist/tracking_error", "/waist/motor_states", "/waist/reference",
-    "/waist/command", "/waist/enable", "/waist/stop", "/waist/sim/fault",
-    # identification_executor
-    "/identification/command", "/identification/parameters", "/identification/start",
-    "/identification/cancel",
-    # mujoco_sim
-    "/joint_commands", "/sim/cop", "/sim/com", "/sim/base_pose",
-    # ros2_control's controllers (command_interface, ROS2_CONTROL_INPUTS)
-    "/joint_trajectory_controller/joint_trajectory", "/forward_position_controller/commands",
-    "/left_foot_ft_broadcaster/wrench", "/right_foot_ft_broadcaster/wrench",
-    "/waist_imu_broadcaster/imu",
-)
-#: parameters whose values name topics (``lock_step_topics``: ``topic:package/msg/Type``):
-#: their absolute names are remapped under a namespace too
-TOPIC_PARAMETERS = ("command_topics", "lock_step_topics", "command_topic", "base_pose_topic")
-#: graph overrides set from a launch argument of the same meaning: parameter -> argument
-ARGUMENT_OF_PARAMETER = {
-    "sensor_type": "sensor_type", "job_arm": "job_arm", "urdf_path": "urdf_path",
-    "use_sim_time": "use_sim_time", "can.interface": "can_interface",
-    "can.channel": "can_channel", "command_interface": "command_interface",
-    "real_time_factor": "real_time_factor", "sensor_noise": "sensor_noise",
-    "lock_step": "lock_step",
-}
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """A node of one graph: its spec, parameter overrides, remappings, namespace.
-
-    Its process gets the package's parameter file, then ``parameter_files`` (a team's,
-    :func:`apply_parameter_file`), then ``parameters`` (later ones win).
-    """
-
-    spec: NodeSpec
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    remappings: tuple[tuple[str, str], ...] = ()
-    namespace: str = ""
-    parameter_files: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        """The node's name."""
-        return self.spec.name
-
-    @property
-    def full_name(self) -> str:
-        """``/namespace/name``, as ``ros2 lifecycle``, ``ros2 param`` and parameter files name it."""
-        return f"{namespace_prefix(self.namespace)}/{self.name}"
-
-    def with_parameters(self, **parameters: Any) -> GraphNode:
-        """The same node with more parameter overrides (later ones win)."""
-        return replace(self, parameters={**self.parameters, **parameters})
-
 
 def _node(name: str, parameters: Mapping[str, Any] | None = None,
           remappings: Sequence[tuple[str, str]] = (), namespace: str = "") -> GraphNode:
     return GraphNode(NODES[name], dict(parameters or {}), tuple(remappings), namespace)
 
 
-_NAMESPACE_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def namespace_prefix(namespace: str) -> str:
-    """``robot1`` (or ``/robot1/``) as ``/robot1``; empty for no namespace.
-
-    Raises:
-        ConfigurationError: not a ROS namespace (tokens of letters, digits and ``_``, not
-            starting with a digit, separated by ``/``).
-    """
-    tokens = namespace.strip("/").split("/") if namespace.strip("/") else []
-    bad = [t for t in tokens if not _NAMESPACE_TOKEN.match(t)]
-    if bad:
-        raise ConfigurationError(
-            f"namespace={namespace!r}: {bad[0]!r} is not a ROS name token; use letters, digits and "
-            "_ (not starting with a digit), tokens separated by /, e.g. robot1 or team_a/robot1")
-    return "".join(f"/{t}" for t in tokens)
-
-
-def _topic_values(parameters: Mapping[str, Any]) -> list[str]:
-    """The absolute topic names in the graph's topic-naming overrides (:data:`TOPIC_PARAMETERS`)."""
-    names = []
-    for key in TOPIC_PARAMETERS:
-        value = parameters.get(key)
-        for item in (value if isinstance(value, (list, tuple)) else [value]):
-            if isinstance(item, str) and item.startswith("/"):
-                names.append(item.split(":", 1)[0])
-    return names
-
-
-def namespace_remappings(remappings: Sequence[tuple[str, str]], namespace: str,
-                         parameters: Mapping[str, Any] | None = None) -> tuple[tuple[str, str], ...]:
-    """A node's remappings under ``namespace``: each absolute target moved into it, then every
-    other name of :data:`ROBOT_NAMES` (and the node's topic parameters) remapped to
-    ``/<namespace><name>``. No namespace: ``remappings`` as they are.
-
-    rcl applies the first rule that matches a name, so a graph's own remapping
-    (``/joint_states`` -> ``/waist/joint_states``) becomes ``/joint_states`` ->
-    ``/robot1/waist/joint_states``.
-    """
-    prefix = namespace_prefix(namespace)
-    if not prefix:
-        return tuple(remappings)
-    moved = [(source, prefix + target if target.startswith("/") else target)
-             for source, target in remappings]
-    taken = {source for source, _ in moved}
-    for name in (*ROBOT_NAMES, *_topic_values(parameters or {})):
-        if name not in taken:
-            taken.add(name)
-            moved.append((name, prefix + name))
-    return tuple(moved)
-
-
 def _in_namespace(nodes: Sequence[GraphNode]) -> list[GraphNode]:
     return [replace(n, remappings=namespace_remappings(n.remappings, n.namespace, n.parameters))
             for n in nodes]
-
-
-def external_remappings(namespace: str, joint_states: bool = True) -> list[tuple[str, str]]:
-    """Remappings of a node outside the package (robot_state_publisher, rviz2) for the robot in
-    ``namespace``: TF and ``/clock`` as the graph's nodes have them, and (``joint_states``) its
-    relative ``joint_states`` input to where they publish."""
-    prefix = namespace_prefix(namespace)
-    moved = [(name, prefix + name) for name in ("/tf", "/tf_static", "/clock") if prefix]
-    return [("joint_states", f"{prefix}/joint_states"), *moved] if joint_states else moved
 
 
 def _check_choice(label: str, value: str, choices: Sequence[str]) -> None:
@@ -433,120 +272,6 @@ def zmp_estimator_inputs(sensor_type: str = "ft") -> list[str]:
     """The topics ``zmp_estimator`` subscribes to for its samples (a replay waits for them)."""
     _check_choice("sensor_type", sensor_type, ("ft", "fsr"))
     return ["/joint_states", f"/left_foot/{sensor_type}", f"/right_foot/{sensor_type}"]
-
-
-def lifecycle_nodes(nodes: Sequence[GraphNode]) -> list[GraphNode]:
-    """The lifecycle nodes of ``nodes`` in :data:`LIFECYCLE_ORDER`."""
-    managed = {n.name: n for n in nodes if n.spec.lifecycle}
-    return [managed[name] for name in LIFECYCLE_ORDER if name in managed]
-
-
-def _parameter_value(value: Any) -> str:
-    """A parameter value as ``--ros-args -p name:=value`` takes it (YAML)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_parameter_value(v) for v in value) + "]"
-    return str(value)
-
-
-def ros_arguments(node: GraphNode, parameter_file: Path | str | None = None) -> list[str]:
-    """The ``--ros-args ...`` of ``node``'s process: name, namespace, the package's parameter
-    file (or ``parameter_file``), the team's (:attr:`GraphNode.parameter_files`), overrides,
-    remappings."""
-    args = ["--ros-args", "-r", f"__node:={node.name}"]
-    if namespace_prefix(node.namespace):  # rcl takes fully qualified ones only
-        args += ["-r", f"__ns:={namespace_prefix(node.namespace)}"]
-    for path in (parameter_file or node.spec.parameter_path(), *node.parameter_files):
-        args += ["--params-file", str(path)]
-    for key, value in node.parameters.items():
-        args += ["-p", f"{key}:={_parameter_value(value)}"]
-    for source, target in node.remappings:
-        args += ["-r", f"{source}:={target}"]
-    return args
-
-
-def command_line(node: GraphNode, parameter_file: Path | str | None = None) -> list[str]:
-    """The whole command that starts ``node`` (its console script and :func:`ros_arguments`)."""
-    return [node.spec.executable, *ros_arguments(node, parameter_file)]
-
-
-# --- a team's parameter file -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParameterFileCheck:
-    """What :func:`apply_parameter_file` found: the nodes with the file, and warnings to log."""
-
-    nodes: list[GraphNode]
-    warnings: list[str]
-
-
-def _package_file(node: GraphNode) -> ParameterFile:
-    return read_parameter_file(node.spec.parameter_path())
-
-
-def apply_parameter_file(nodes: Sequence[GraphNode], path: str | Path | None) -> ParameterFileCheck:
-    """``nodes`` with a team's parameter file applied over the package's (``params_file:=``).
-
-    Each node's process gets the package's file, then ``path``, then the graph's
-    overrides. Before any node starts, the file is read as rcl reads it and each
-    section a node takes is checked against the node's spec: a parameter the node
-    does not declare (in a section that names it), a value of another ROS type
-    (``13`` for a float: the node would refuse to start) or outside the spec's
-    range is an error. A value the graph overrides (a launch argument such as
-    ``sensor_type``, or what the graph needs, such as ``use_sim_time`` in
-    simulation) is a warning: the graph's value is used.
-
-    Args:
-        nodes: a graph (:func:`robot_graph`, :func:`sim_graph`, :func:`replay_graph`).
-        path: the team's file; empty or None: the nodes as they are.
-
-    Raises:
-        ConfigurationError: the file cannot be read, is no parameter file, holds no
-            section for any node of the graph, or would not work (every problem listed).
-    """
-    if not path:
-        return ParameterFileCheck(list(nodes), [])
-    team = read_parameter_file(path)
-    names = [node.full_name for node in nodes]
-    if not any(team.matching(name) for name in names):
-        raise ConfigurationError(
-            f"params_file {path}: no section applies to a node of this launch ({', '.join(names)}); "
-            f"its keys: {[s.key for s in team.sections]}. Key a node's section /**/<node> (any "
-            "namespace) or /<namespace>/<node>, as config/*.yaml do")
-    problems: list[str] = []
-    others = unmatched([team], names)  # other nodes' sections (controllers, ...): fine, said once
-    warnings = [f"params_file {path}: {', '.join(others)} apply to no node of this launch "
-                f"({', '.join(names)}): not used"] if others else []
-    for node in nodes:
-        spec = spec_for(node.name) if node.name in SPEC_NODES else None
-        if spec is not None:
-            for section in team.matching(node.full_name):
-                problems += [f"{section.key}: {p}" for p in spec_problems(
-                    spec, section.parameters, named=section.names_node(node.name))]
-        from_team = merged_parameters([team], node.full_name)
-        # launch_ros passes the overrides under the node's full name, after the files
-        result = merged_parameters([_package_file(node), team], node.full_name, node.parameters,
-                                   overrides_key=node.full_name)
-        for name, value in node.parameters.items():
-            if name in from_team and from_team[name] != value:
-                source = (f"the launch argument {ARGUMENT_OF_PARAMETER[name]}"
-                          if name in ARGUMENT_OF_PARAMETER else "this launch's graph")
-                warnings.append(f"params_file {path} sets {name}: {from_team[name]!r} for "
-                                f"{node.full_name}; {source} sets it to {value!r}, which is used")
-            if result.get(name) != value:
-                problems.append(f"{node.full_name}: a later section of {path} would set {name} "
-                                f"to {result.get(name)!r} over the launch's {value!r}; key it "
-                                f"/**/{node.name} or /<namespace>/{node.name}")
-    if problems:
-        raise ConfigurationError(f"params_file {path} would not work:\n  " + "\n  ".join(problems))
-    applied = [replace(node, parameter_files=(*node.parameter_files, str(path))) for node in nodes]
-    return ParameterFileCheck(applied, warnings)
 
 
 # --- the replay's bag player -------------------------------------------------------------------

@@ -111,7 +111,7 @@ def plot_ground_paths(runs: Sequence[RecordedRun], starts: Sequence[float], mode
         path: the PNG to write.
         end: the last simulation time drawn [s].
     """
-    from humanoid_balance.core.zmp import support_polygon
+    from humanoid_balance.core.support import convex_hull
 
     plt = _pyplot()
     fig, (whole, close) = plt.subplots(1, 2, figsize=(12, 5.6))
@@ -119,7 +119,7 @@ def plot_ground_paths(runs: Sequence[RecordedRun], starts: Sequence[float], mode
         soles = _support_outlines(run, start, model)
         if not soles:
             continue
-        hull = _closed(support_polygon(np.vstack(list(soles.values())))) * 1e3
+        hull = _closed(convex_hull(np.vstack(list(soles.values())))) * 1e3
         whole.fill(hull[:, 0], hull[:, 1], color="0.93", zorder=0)
         recorded = "recorded" in soles
         whole.plot(hull[:, 0], hull[:, 1], color="0.4", lw=1.2,

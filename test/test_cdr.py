@@ -140,9 +140,11 @@ def test_joint_state_reader_reuses_names_whatever_their_padding_holds(monkeypatc
     (a Fast CDR publisher: rclpy, a C++ node), and again when a name changes."""
     from sensor_msgs.msg import JointState
 
+    from humanoid_balance import cdr_readers
+
     decoded = []
-    string = cdr._string
-    monkeypatch.setattr(cdr, "_string", lambda *a: decoded.append(1) or string(*a))
+    string = cdr_readers.read_string
+    monkeypatch.setattr(cdr_readers, "read_string", lambda *a: decoded.append(1) or string(*a))
     reader = cdr.JointStateReader()
     names = ["a", "bc", "def", "ghij", "left_knee"]  # every padding length 0 to 3
     msg = JointState(name=names, position=[0.5] * 5)

@@ -160,28 +160,45 @@ print(sorted({m.split(".")[0] for m in sys.modules} & {"pinocchio", "mujoco", "n
 # --- namespaces ----------------------------------------------------------------------------------
 
 
+#: an absolute ROS topic or service name (``/zmp``, ``/left_foot/ft``)
+_ROS_NAME = re.compile(r"^/[A-Za-z_]\w*(/[A-Za-z_]\w*)*$")
+
+
+def _node_modules() -> list[Path]:
+    """The nodes' sources and the package modules they import (where the names they publish,
+    subscribe and serve on may be written: a loop's or a message table's module)."""
+    nodes = sorted((REPO / "humanoid_balance" / "nodes").glob("*.py"))
+    modules = set(nodes)
+    for path in nodes:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.startswith("humanoid_balance."):
+                base = REPO / node.module.replace(".", "/")
+                modules |= {p for p in (base.with_suffix(".py"), base / "__init__.py") if p.exists()}
+    return sorted(modules)
+
+
 def _node_source_names() -> set[str]:
-    """Every absolute topic or service name in the nodes' sources (string literals, f-strings
-    with ``{side}``/``{s}`` expanded, module constants ending in _TOPIC)."""
+    """Every absolute topic or service name in the nodes' sources and the modules they import:
+    string literals other than docstrings, and f-strings with one placeholder (``{side}``)
+    expanded to both sides."""
     names: set[str] = set()
-    for path in (REPO / "humanoid_balance" / "nodes").glob("*.py"):
+    for path in _node_modules():
         tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                           ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "").startswith(
-                    ("create_publisher", "create_subscription", "create_service",
-                     "create_lifecycle_publisher", "create_client")):
-                for arg in node.args[:2]:
-                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                        names.add(arg.value)
-                    elif isinstance(arg, ast.JoinedStr):
-                        text = "".join(v.value if isinstance(v, ast.Constant) else "{}"
-                                       for v in arg.values)
-                        names |= {text.replace("{}", side) for side in ("left", "right")}
-            if isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id.endswith("_TOPIC") for t in node.targets) \
-                    and isinstance(node.value, ast.Constant):
-                names.add(node.value.value)
-    return {n for n in names if n.startswith("/")}
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and id(node) not in docstrings:
+                names.add(node.value)
+            elif isinstance(node, ast.JoinedStr) and sum(
+                    not isinstance(v, ast.Constant) for v in node.values) == 1:
+                text = "".join(v.value if isinstance(v, ast.Constant) else "{}"
+                               for v in node.values)
+                names |= {text.replace("{}", side) for side in ("left", "right")}
+    return {n for n in names if _ROS_NAME.match(n)}
 
 
 def test_every_absolute_name_of_the_nodes_moves_with_the_namespace() -> None:

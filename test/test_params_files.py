@@ -74,7 +74,8 @@ def _rclpy_parameters(context: Any, paths: list[Path], overrides: dict[str, Any]
     node = Node("probe", namespace="/robot1", context=context, cli_args=args,
                 automatically_declare_parameters_from_overrides=True)
     try:
-        return {name: p.value for name, p in node._parameters.items()
+        names = node.list_parameters([], 0).names  # depth 0: every level
+        return {name: node.get_parameter(name).value for name in names
                 if name not in ("use_sim_time", "start_type_description_service")}
     finally:
         node.destroy_node()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -123,3 +124,44 @@ def test_faults_of_the_start_up_only_are_not_counted() -> None:
                       faults={"zmp: no data yet": 0.2, "waist: FAULT": 1.7})
     assert run.faults_from(run.scenario_start) == ["waist: FAULT"]
     assert run_metrics(run, start=1.0)["faults_seen"]["value"] == 1
+
+
+def _bent_knees_run(model: Any) -> RecordedRun:
+    """A run whose one joint state bends the left knee and ankle (the left sole tilts and moves)."""
+    names = tuple(n for n in model.model.names[1:])
+    q = np.zeros((1, len(names)))
+    q[0, names.index("left_knee")] = 0.4
+    q[0, names.index("left_ankle_pitch")] = -0.1
+    return RecordedRun("x", joint_names=names, joints_q=Series(np.array([0.0]), q))
+
+
+def test_sole_outlines_are_the_hulls_of_the_contact_frames_in_the_world() -> None:
+    """Each foot's outline is the hull of its four FSR pads (config/zmp.yaml's contact frames)
+    where the recorded joint state puts them, as the URDF's frames give them directly."""
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.core.support import convex_hull
+    from humanoid_balance.recorded_run import sole_outlines
+    from humanoid_balance.resources import urdf_path
+
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    run = _bent_knees_run(model)
+    q = model.configuration(dict(zip(run.joint_names, run.joints_q.values[0], strict=True)))
+    outlines = sole_outlines(run, model, at=0.0)
+    for side in ("left", "right"):
+        pads = np.array([model.frame_transform(f"{side}_fsr_{i}", q)[:2, 3] for i in range(4)])
+        np.testing.assert_allclose(outlines[side], convex_hull(pads), atol=1e-12)
+
+
+def test_sole_outlines_take_another_foot_layout() -> None:
+    """A layout with three contact frames per foot gives three-cornered outlines."""
+    from humanoid_balance.core.foot_layout import FootLayout
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.recorded_run import sole_outlines
+    from humanoid_balance.resources import urdf_path
+
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    seed = FootLayout.seed()
+    three = FootLayout(seed.sole_frames, {s: f[:3] for s, f in seed.contact_frames.items()},
+                       seed.fsr_frames)
+    outlines = sole_outlines(_bent_knees_run(model), model, at=0.0, layout=three)
+    assert {side: len(o) for side, o in outlines.items()} == {"left": 3, "right": 3}

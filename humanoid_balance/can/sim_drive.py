@@ -37,7 +37,6 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import can
 import numpy as np
@@ -57,14 +56,11 @@ from humanoid_balance.can.protocol import (
 from humanoid_balance.core.waist_kinematics import DifferentialWaist
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 from humanoid_balance.threads import name_os_thread
-
-if TYPE_CHECKING:
-    from humanoid_balance.core.model import RobotModel
+from humanoid_balance.waist.load import TorsoLoad
 
 FloatArray = NDArray[np.float64]
 #: the real-time thread's name, Python's and the OS's (``/proc/<pid>/task/<tid>/comm``)
 SIMULATED_DRIVES_THREAD_NAME = "simulated-waist"
-GRAVITY = 9.81
 #: the setpoint frame kind each drive mode takes
 _MODE_KIND = {ControlCommand.MODE_CURRENT: "current", ControlCommand.MODE_VELOCITY: "velocity",
               ControlCommand.MODE_POSITION: "position"}
@@ -113,64 +109,6 @@ class MotorParameters:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0.0:
                 raise ConfigurationError(f"motor {name} must be finite and >= 0, got {value}")
-
-
-@dataclass(frozen=True)
-class TorsoLoad:
-    """The torso carried by the waist: a point mass above the waist joints.
-
-    Joint gravity torque for the chain pitch (about y) then roll (about x), CoM at
-    ``com_height_m`` on the plate's z axis:
-    ``tau = m g h [sin q1 cos q2, cos q1 sin q2]`` (it pulls the torso further over).
-
-    Attributes:
-        mass_kg: carried mass.
-        com_height_m: CoM height above the joint axes.
-        inertia_kg_m2: joint-space inertia ``[pitch, roll]`` about the joint axes.
-    """
-
-    mass_kg: float = 25.0
-    com_height_m: float = 0.3
-    inertia_kg_m2: tuple[float, float] = (2.6, 2.3)
-
-    def gravity_torque(self, q: FloatArray) -> FloatArray:
-        """Joint torque of gravity ``[pitch, roll]`` at joint angles ``q``, N m."""
-        return np.array(self.gravity_torque_at(float(q[0]), float(q[1])))
-
-    def gravity_torque_at(self, pitch_rad: float, roll_rad: float) -> tuple[float, float]:
-        """:meth:`gravity_torque` on plain floats ``(pitch, roll)`` rad -> N m."""
-        mgh = self.mass_kg * GRAVITY * self.com_height_m
-        return (mgh * math.sin(pitch_rad) * math.cos(roll_rad),
-                mgh * math.cos(pitch_rad) * math.sin(roll_rad))
-
-
-def upper_body_load(model: RobotModel, joint: str = "waist_pitch") -> TorsoLoad:
-    """The load on the waist drives: everything above ``joint`` as a point mass at its CoM.
-
-    The mass ``m`` of the kinematic subtree of ``joint`` and the height ``h`` of its
-    CoM above the joint axes (in the joint's frame, at the neutral configuration),
-    from pinocchio's subtree centres of mass; the joint-space inertia is that of the
-    point mass, ``m h^2`` about both axes.
-
-    Args:
-        model: the humanoid (:class:`~humanoid_balance.core.model.RobotModel`).
-        joint: the first waist joint (the subtree above it is carried).
-
-    Raises:
-        ConfigurationError: the model has no joint ``joint``.
-    """
-    import pinocchio as pin
-
-    if not model.model.existJointName(joint):
-        raise ConfigurationError(f"the model {model.name!r} has no joint {joint!r} to carry a "
-                                 "torso above")
-    data = model.model.createData()
-    pin.centerOfMass(model.model, data, model.neutral(), True)  # subtree masses and CoMs
-    jid = model.model.getJointId(joint)
-    mass = float(data.mass[jid])
-    height = float(data.com[jid][2])  # in the joint's frame: above the axes
-    return TorsoLoad(mass_kg=mass, com_height_m=height,
-                     inertia_kg_m2=(mass * height**2, mass * height**2))
 
 
 @dataclass

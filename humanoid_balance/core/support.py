@@ -53,11 +53,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from math import hypot, isfinite
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+
+if TYPE_CHECKING:  # pinocchio is imported by whoever builds a model, not by the polygon
+    from humanoid_balance.core.model import RobotModel
 
 __all__ = ["SIDES", "SupportPolygon", "contact_frame_names", "convex_hull", "polygon_distance",
            "polygon_edges", "signed_distance"]

@@ -12,9 +12,15 @@ and gets the same pairs. What it guarantees:
   ApproximateTime does the same for ROS 1/2 C++ and Python; it is not used
   here because it needs header stamps on every input, and FSR arrays have
   none, and because its result depends on arrival order).
+- :class:`ArrivalPairer`: samples without stamps (FSR arrays) joined in arrival
+  order, the n-th waiting sample of each sensor with the n-th of the others, and
+  joined period with period again after a sensor's samples were lost.
 - :class:`StampedBuffer`: the newest entry at or before a stamp, and whether an
   entry at or after it has arrived (so a result never depends on whether the
   joint state of the same instant had arrived yet).
+
+Both are a :class:`Joiner`: ``push(sensor, stamp_ns, payload)`` returns the
+set a sample completes; ``dropped`` counts the samples that found no partner.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from humanoid_balance.exceptions import ConfigurationError
+
+__all__ = ["ArrivalPairer", "Joiner", "SampleSet", "SampleSynchronizer", "StampedBuffer"]
 
 T = TypeVar("T")
 
@@ -40,6 +48,25 @@ class SampleSet:
 
     stamp_ns: int
     samples: dict[Hashable, tuple[int, Any]] = field(default_factory=dict)
+
+
+class Joiner(Protocol):
+    """Joins the samples of several sensors into sets (:class:`SampleSynchronizer`,
+    :class:`ArrivalPairer`)."""
+
+    #: samples that found no partner (cumulative)
+    dropped: int
+    #: times the waiting samples of one sensor were dropped to join the sensors anew
+    resyncs: int
+
+    def push(self, sensor: Hashable, stamp_ns: int, payload: Any) -> SampleSet | None:
+        """Add one sample stamped ``stamp_ns``; the set it completes, if any."""
+
+    def reset(self) -> None:
+        """Forget every waiting sample (the counters are kept)."""
+
+    def set_limits(self, *, tolerance_ns: int, max_age_ns: int) -> None:
+        """The largest stamp difference in a set and the longest wait for a partner [ns]."""
 
 
 class SampleSynchronizer:
@@ -70,6 +97,14 @@ class SampleSynchronizer:
         self._last_set_stamp: int | None = None
         #: samples that never found partners, or came older than the last set
         self.dropped = 0
+        #: never: stamped samples pair by their stamps after a loss
+        self.resyncs = 0
+
+    def set_limits(self, *, tolerance_ns: int, max_age_ns: int) -> None:
+        """Take a new tolerance [ns]; the wait is bounded by ``queue_size``, not an age."""
+        if tolerance_ns < 0:
+            raise ConfigurationError(f"tolerance {tolerance_ns} ns must be >= 0")
+        self.tolerance_ns = int(tolerance_ns)
 
     def reset(self) -> None:
         """Forget every waiting sample (the counters are kept)."""
@@ -128,6 +163,91 @@ class SampleSynchronizer:
         newest = max(stamp for stamp, _ in chosen.values())
         self._last_set_stamp = newest
         return SampleSet(newest, chosen)
+
+
+class ArrivalPairer:
+    """Joins the sensors' unstamped samples (FSR arrays) in arrival order.
+
+    The n-th waiting sample of each sensor is joined with the n-th of the others
+    (first in, first out), stamped with the latest arrival: an executor may hand
+    over one foot's arrays in a batch before the other's, and they still pair one
+    to one. A sample waits at most ``max_age_ns`` (and at most ``depth`` samples per
+    sensor); older ones are dropped (counted in ``dropped``): a sensor whose samples
+    stop does not hold the others', and old samples are never joined to new ones.
+    A lost sample shifts the pairing by one period: another sensor then has samples
+    left waiting after every join (a batch leaves some only until the other's batch
+    comes). After :attr:`RESYNC_JOINS` joins in a row that leave the same sensor's
+    samples waiting, those are dropped (counted in ``dropped`` and ``resyncs``): the
+    next samples are joined again. Measured before this rule: 40 lost arrays of one
+    foot kept the pairs 40 ms apart for as long as the stream ran.
+
+    Args:
+        sensors: the sensors' keys.
+        max_age_ns: how long a sample waits for the others' [ns].
+        depth: samples kept per sensor waiting for the others'.
+    """
+
+    #: joins in a row leaving the same sensor's samples waiting before they are dropped (50 ms
+    #: at 1 kHz: far longer than a batch of one foot's arrays, which the other's batch clears)
+    RESYNC_JOINS = 50
+
+    def __init__(self, sensors: Sequence[Hashable], max_age_ns: int = 100_000_000,
+                 depth: int = 100) -> None:
+        if not sensors:
+            raise ConfigurationError("ArrivalPairer needs at least one sensor")
+        self.sensors = tuple(sensors)
+        self.max_age_ns = max_age_ns
+        self.depth = depth
+        self._waiting: dict[Hashable, deque[tuple[int, Any]]] = {s: deque() for s in self.sensors}
+        #: samples dropped before their partner came
+        self.dropped = 0
+        #: times the waiting samples of one sensor were dropped to join period with period
+        self.resyncs = 0
+        self._backlog: tuple[Hashable | None, int] = (None, 0)  # (sensor, joins in a row)
+
+    def reset(self) -> None:
+        """Forget the waiting samples (the counters are kept)."""
+        for queue in self._waiting.values():
+            queue.clear()
+
+    def set_limits(self, *, tolerance_ns: int, max_age_ns: int) -> None:
+        """Take a new longest wait [ns]; arrivals have no stamp tolerance."""
+        self.max_age_ns = int(max_age_ns)
+
+    def push(self, sensor: Hashable, stamp_ns: int, payload: Any) -> SampleSet | None:
+        """Add one sample, stamped on arrival [ns]; returns the set it completes, if any."""
+        for waiting in self._waiting.values():
+            while waiting and stamp_ns - waiting[0][0] > self.max_age_ns:
+                waiting.popleft()
+                self.dropped += 1
+        queue = self._waiting[sensor]
+        queue.append((stamp_ns, payload))
+        if len(queue) > self.depth:
+            queue.popleft()
+            self.dropped += 1
+        if not all(self._waiting.values()):
+            return None
+        chosen = {s: q.popleft() for s, q in self._waiting.items()}
+        self._track_backlog()
+        return SampleSet(max(stamp for stamp, _ in chosen.values()), chosen)
+
+    def _track_backlog(self) -> None:
+        """After a join: count the joins in a row that leave one sensor's samples waiting; drop
+        them after :attr:`RESYNC_JOINS` (a loss of the other's, not a batch)."""
+        left = [s for s, q in self._waiting.items() if q]
+        if len(left) != 1:
+            self._backlog = (None, 0)
+            return
+        foot, joins = self._backlog
+        joins = joins + 1 if foot == left[0] else 1
+        if joins < self.RESYNC_JOINS:
+            self._backlog = (left[0], joins)
+            return
+        queue = self._waiting[left[0]]
+        self.dropped += len(queue)
+        queue.clear()
+        self.resyncs += 1
+        self._backlog = (None, 0)
 
 
 class StampedBuffer(Generic[T]):

@@ -1,4 +1,4 @@
-"""Zero-moment point (ZMP) from foot sensors and from motion (seed 001: Kajita, ch. 3).
+"""Zero-moment point (ZMP) from foot sensors (seed 001: Kajita, ch. 3).
 
 Conventions: a foot wrench is the one the foot exerts on the leg through the
 sensor, expressed in the sensor frame, with the torque about the sensor origin
@@ -6,31 +6,19 @@ sensor, expressed in the sensor frame, with the torque about the sensor origin
 frames have their origin on the sole surface, z up. All lengths in [m], forces
 in [N], torques in [N m].
 
-Equations (seed 001):
+Where each of seed 001's equations runs (what :meth:`ZmpEstimator.step` calls):
 
-- eq. 3.24/3.25, a 6-axis sensor with its origin at ``p_s`` (any pose) above a
-  sole whose surface is the plane z = 0 of the sole frame: with the wrench
-  ``(f, tau)`` moved to the sole frame, ``tau_o = tau + p_s x f`` and
+- eq. 3.24/3.25, a six-axis sensor at any pose above the sole:
+  :meth:`humanoid_balance.core.foot_sensors.FtSensors.ground_wrench`;
+- eq. 3.26, force sensors on the sole (FSRs):
+  :meth:`humanoid_balance.core.foot_sensors.FsrSensors.ground_wrench`;
+- eq. 3.27 (3.30/3.31), both feet: :func:`zmp_of_total_wrench`, which computes the
+  exact ZMP of the feet's total ground wrench instead of the force-weighted mean of
+  the feet's ZMPs (equal on level soles at one height);
+- eq. 3.73/3.74, the model ZMP from the momentum rates (it may leave the polygon):
+  :func:`humanoid_balance.core.rmc.indicators.balance_indicators`, which the arm balance runs.
 
-  .. math:: p_x = -\\tau_{o,y} / f_z, \\qquad p_y = \\tau_{o,x} / f_z
-
-  (on the sole's z axis at height ``d`` this is ``p_x = (-tau_y - f_x d) / f_z``,
-  ``p_y = (tau_x - f_y d) / f_z``);
-- eq. 3.26, N force sensors at ``p_j`` measuring ``f_j``:
-  ``p_x = sum(p_jx f_jz - p_jz f_jx) / sum(f_jz)`` (and y alike); for one-axis
-  FSRs on the sole this is ``p = sum(p_j f_j) / sum(f_j)``;
-- eq. 3.27 (3.30/3.31), both feet: ``p = (p_R f_Rz + p_L f_Lz) / (f_Rz + f_Lz)`` in
-  the world, with ``f_z`` the world-vertical force. :class:`ZmpEstimator` computes the
-  exact ZMP of the total ground wrench instead (eq. 3.24/3.25 applied to the sum of
-  the feet's wrenches in the world, on the plane at the feet's force-weighted
-  height ``p_z``): ``p_x = (-T_y + p_z F_x) / F_z``, ``p_y = (T_x + p_z F_y) / F_z``.
-  On level soles at one height the two are equal; on tilted or stepped soles the
-  exact form keeps the horizontal forces' moments, which eq. 3.27 drops;
-- eq. 3.73/3.74, from the momentum rates (the model ZMP; may leave the polygon):
-  ``p_x = (M g x + p_z dP_x - dL_y) / (M g + dP_z)``,
-  ``p_y = (M g y + p_z dP_y + dL_x) / (M g + dP_z)``, with ``L`` about the
-  world origin and ``p_z`` the ground height.
-
+The support polygon and the margin are :mod:`humanoid_balance.core.support`'s.
 Nothing here divides by a force below the contact threshold: a foot out of
 contact has no ZMP (``None``).
 """
@@ -38,124 +26,29 @@ contact has no ZMP (``None``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import isfinite
 
 import numpy as np
 
+from humanoid_balance.core.foot_layout import FootLayout
+from humanoid_balance.core.foot_sensors import (
+    SENSOR_TYPES,
+    FootGeometry,
+    FootSample,
+    FootSensors,
+    FootWrench,
+    FrameResolver,
+    make_foot_sensors,
+    wrench_in_sole,
+)
 from humanoid_balance.core.model import RobotModel
-from humanoid_balance.core.support import SupportPolygon, contact_frame_names, convex_hull, signed_distance
-from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
+from humanoid_balance.core.support import SupportPolygon
+from humanoid_balance.exceptions import ConfigurationError, InvalidInputError, UnknownFrameError
 
-#: six-axis F/T sensors above the soles, or one-axis force sensors (FSRs) on them
-SENSOR_TYPES = ("ft", "fsr")
-SIDES = ("left", "right")
-#: gravity [m/s^2] by name, for the ``gravity`` parameters of the nodes
-GRAVITY = {"earth": 9.81, "moon": 9.81 / 6.0, "mars": 3.71}
-
-
-# --- one foot ------------------------------------------------------------------
-
-
-def wrench_in_sole(
-    force_in_sensor: np.ndarray, torque_in_sensor: np.ndarray, sensor_in_sole: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Move a wrench from the sensor frame to the sole frame (torque about the sole origin).
-
-    Args:
-        force_in_sensor: force (3,) [N] in the sensor frame.
-        torque_in_sensor: torque (3,) [N m] about the sensor origin, in the sensor frame.
-        sensor_in_sole: homogeneous transform sole <- sensor (4 x 4).
-    """
-    rotation = sensor_in_sole[:3, :3]
-    origin = sensor_in_sole[:3, 3]
-    force = rotation @ force_in_sensor
-    torque = rotation @ torque_in_sensor + np.cross(origin, force)
-    return force, torque
-
-
-def zmp_from_wrench(force_in_sole: np.ndarray, torque_in_sole: np.ndarray) -> np.ndarray:
-    """ZMP (3,) on the sole surface (z = 0 of the sole frame) from a wrench about the sole origin.
-
-    Seed 001, eq. 3.24/3.25. The caller checks the normal force against the contact threshold.
-
-    Raises:
-        InvalidInputError: the normal force is not positive.
-    """
-    fz = float(force_in_sole[2])
-    if not fz > 0.0:
-        raise InvalidInputError(f"normal force {fz} N: a ZMP needs a positive normal force")
-    return np.array([-torque_in_sole[1] / fz, torque_in_sole[0] / fz, 0.0])
-
-
-def zmp_from_ft_sensor(
-    force_in_sensor: np.ndarray, torque_in_sensor: np.ndarray, sensor_in_sole: np.ndarray
-) -> np.ndarray:
-    """ZMP (3,) in the sole frame from a 6-axis sensor at any pose (eq. 3.24/3.25)."""
-    force, torque = wrench_in_sole(force_in_sensor, torque_in_sensor, sensor_in_sole)
-    return zmp_from_wrench(force, torque)
-
-
-def zmp_from_force_sensors(positions: np.ndarray, forces: np.ndarray) -> np.ndarray:
-    """ZMP (3,) on the plane z = 0 from N force sensors (eq. 3.26).
-
-    Args:
-        positions: (N, 3) sensor points, or (N, 2) points on the plane.
-        forces: (N, 3) force vectors, or (N,) normal forces of one-axis sensors (FSRs).
-
-    Raises:
-        InvalidInputError: shapes differ or the total normal force is not positive.
-    """
-    pts = np.asarray(positions, dtype=float)
-    f = np.asarray(forces, dtype=float)
-    if pts.ndim != 2 or pts.shape[1] not in (2, 3) or len(pts) == 0:
-        raise InvalidInputError(f"positions.shape={pts.shape}: expected (N, 2) or (N, 3)")
-    if pts.shape[1] == 2:
-        pts = np.column_stack([pts, np.zeros(len(pts))])
-    if f.ndim == 1:
-        f = np.column_stack([np.zeros((len(f), 2)), f])
-    if f.shape != pts.shape:
-        raise InvalidInputError(f"forces.shape={f.shape} does not match positions.shape={pts.shape}")
-    total = float(f[:, 2].sum())
-    if not total > 0.0:
-        raise InvalidInputError(f"total normal force {total} N: a ZMP needs a positive total")
-    px = float((pts[:, 0] * f[:, 2] - pts[:, 2] * f[:, 0]).sum()) / total
-    py = float((pts[:, 1] * f[:, 2] - pts[:, 2] * f[:, 1]).sum()) / total
-    return np.array([px, py, 0.0])
-
-
-def combine_feet(zmps_in_world: Sequence[np.ndarray], normal_forces: Sequence[float]) -> np.ndarray:
-    """ZMP of several feet in contact (eq. 3.27): the normal-force-weighted mean.
-
-    Raises:
-        InvalidInputError: no foot, or the total normal force is not positive.
-    """
-    if len(zmps_in_world) == 0 or len(zmps_in_world) != len(normal_forces):
-        raise InvalidInputError(
-            f"{len(zmps_in_world)} ZMPs for {len(normal_forces)} forces: need one per foot, >= 1")
-    f = np.asarray(normal_forces, dtype=float)
-    total = float(f.sum())
-    if not total > 0.0:
-        raise InvalidInputError(f"total normal force {total} N: a ZMP needs a positive total")
-    return (np.asarray(zmps_in_world, dtype=float) * f[:, None]).sum(axis=0) / total
-
-
-# --- support polygon (humanoid_balance.core.support) ------------------------------
-
-
-def support_polygon(points_xy: np.ndarray) -> np.ndarray:
-    """Convex hull (M, 2) of ground points, counter-clockwise (:func:`.support.convex_hull`).
-
-    Raises:
-        InvalidInputError: fewer than three points or all on a line.
-    """
-    return convex_hull(points_xy)
-
-
-def stability_margin(point_xy: np.ndarray, polygon: np.ndarray) -> float:
-    """Signed distance [m] from a point to the edge of a convex CCW polygon: positive inside
-    (:func:`.support.signed_distance`)."""
-    return signed_distance(point_xy, polygon)
+__all__ = ["SENSOR_TYPES", "ContactDetector", "FootGeometry", "FootSample", "ZmpEstimator",
+           "ZmpOutput", "foot_geometry_from_model", "frame_in_sensor_resolver",
+           "humanoid_zmp_estimator", "wrench_in_sole", "zmp_of_total_wrench"]
 
 
 # --- contact --------------------------------------------------------------------
@@ -192,38 +85,30 @@ class ContactDetector:
         return self.in_contact
 
 
-# --- the estimator ---------------------------------------------------------------
+# --- both feet --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FootGeometry:
-    """What the estimator knows of one foot, all from the URDF.
+def zmp_of_total_wrench(fx: float, fy: float, fz: float, tx: float, ty: float,
+                        pz: float) -> tuple[float, float]:
+    """Seed 001, eq. 3.27 (3.30/3.31) done exactly: the ZMP of the feet's total ground wrench.
 
-    Attributes:
-        sensor_in_sole: sole <- F/T sensor transform (4 x 4).
-        contact_points: (K, 2) points where the foot touches the ground, in the sole frame
-            [m]: the support polygon is the hull of those of the feet in contact
-            (:mod:`humanoid_balance.core.support`; the seed humanoid's FSR pads).
-        fsr_positions: (N, 2) FSR points in the sole frame [m] (may be empty).
-        mass_below_sensor: mass of the foot between the sensor and the ground [kg].
-        com_below_sensor_in_sensor: its centre of mass in the sensor frame [m].
+    Eq. 3.27 takes the feet's ZMPs ``p_R``, ``p_L`` weighted by their normal forces,
+    ``p = (p_R f_Rz + p_L f_Lz) / (f_Rz + f_Lz)``. Here eq. 3.24/3.25 is applied to the
+    sum of the feet's wrenches in the world, ``F`` and ``T`` (torque about the world
+    origin), on the plane ``z = p_z`` at the feet's ZMP heights weighted by their
+    world-vertical forces:
+
+    .. math:: p_x = \\frac{-T_y + p_z F_x}{F_z}, \\qquad p_y = \\frac{T_x + p_z F_y}{F_z}
+
+    On level soles at one height the two are equal; on tilted or stepped soles this
+    form keeps the horizontal forces' moments, which eq. 3.27 drops.
+
+    Args:
+        fx, fy, fz: the total ground force in the world [N] (``fz > 0``).
+        tx, ty: its torque about the world origin [N m].
+        pz: the plane's height [m].
     """
-
-    sensor_in_sole: np.ndarray
-    contact_points: np.ndarray
-    fsr_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
-    mass_below_sensor: float = 0.0
-    com_below_sensor_in_sensor: np.ndarray = field(default_factory=lambda: np.zeros(3))
-
-
-@dataclass
-class FootSample:
-    """One foot's reading: a wrench (sensor frame) or FSR forces, and the sole pose in the world."""
-
-    sole_in_world: np.ndarray
-    force_in_sensor: np.ndarray | None = None
-    torque_in_sensor: np.ndarray | None = None
-    fsr_forces: np.ndarray | None = None
+    return (-ty + pz * fx) / fz, (tx + pz * fy) / fz
 
 
 @dataclass
@@ -252,10 +137,16 @@ class ZmpEstimator:
 
     Args:
         feet: geometry of each foot by side (``left``, ``right``).
-        sensor_type: ``ft`` (6-axis sensors) or ``fsr`` (one-axis force sensors).
+        sensor_type: ``ft`` (6-axis sensors) or ``fsr`` (one-axis force sensors); the
+            implementation is :mod:`humanoid_balance.core.foot_sensors`'.
         contact_threshold: normal force [N] at which a foot is in contact.
         hysteresis: [N] below the threshold before a foot leaves contact.
         gravity: g [m/s^2], to compensate the foot weight below an F/T sensor.
+        sensors: the feet's sensors, instead of those ``sensor_type`` makes of ``feet``.
+
+    Raises:
+        ConfigurationError: an unknown sensor type, no foot, FSR mode without FSR
+            positions, gravity not finite and >= 0, or a bad contact threshold.
     """
 
     def __init__(
@@ -266,91 +157,52 @@ class ZmpEstimator:
         contact_threshold: float = 20.0,
         hysteresis: float = 5.0,
         gravity: float = 9.81,
+        sensors: FootSensors | None = None,
     ) -> None:
-        if sensor_type not in SENSOR_TYPES:
-            raise ConfigurationError(f"sensor_type={sensor_type!r}: expected one of {SENSOR_TYPES}")
-        if not feet:
-            raise ConfigurationError("no foot given")
-        if sensor_type == "fsr":
-            for side, foot in feet.items():
-                if len(foot.fsr_positions) == 0:
-                    raise ConfigurationError(f"sensor_type='fsr' but foot {side!r} has no FSR positions")
-        if not np.isfinite(gravity) or gravity < 0:
-            raise ConfigurationError(f"gravity={gravity} must be finite and >= 0 m/s^2")
-        self.feet = dict(feet)
-        self.sensor_type = sensor_type
-        self.gravity = gravity
+        self.sensors = sensors if sensors is not None else make_foot_sensors(sensor_type, feet, gravity)
+        self.feet = dict(self.sensors.feet)
         self.contacts = {side: ContactDetector(contact_threshold, hysteresis) for side in self.feet}
-        self.offsets = {side: np.zeros(6) for side in self.feet}
+        #: per foot, the F/T offsets (6,) (the sensors' own, set by :meth:`zero`)
+        self.offsets = self.sensors.offsets
         self.support = SupportPolygon({side: foot.contact_points for side, foot in self.feet.items()})
         self._pose_cache: dict[str, tuple[bytes, list[float], list[float]]] = {}
-        self._sensor_rotation = {s: [float(v) for v in f.sensor_in_sole[:3, :3].reshape(9)]
-                                 for s, f in self.feet.items()}
-        self._sensor_origin = {s: tuple(float(v) for v in f.sensor_in_sole[:3, 3])
-                               for s, f in self.feet.items()}
 
     def reset(self) -> None:
         """Forget the contact states (offsets are kept)."""
         for detector in self.contacts.values():
             detector.reset()
 
-    # --- F/T offsets --------------------------------------------------------------
-
-    def foot_weight_wrench(self, side: str, sensor_in_world_rotation: np.ndarray) -> np.ndarray:
-        """Wrench (6,) the unloaded foot's weight puts on its sensor, in the sensor frame."""
-        foot = self.feet[side]
-        # R^T (0, 0, -m g) is -m g times R's last row; the cross product by hand (np.cross: ~10 us)
-        wx, wy, wz = (-foot.mass_below_sensor * self.gravity * sensor_in_world_rotation[2]).tolist()
-        cx, cy, cz = foot.com_below_sensor_in_sensor.tolist()
-        return np.array([wx, wy, wz, cy * wz - cz * wy, cz * wx - cx * wz, cx * wy - cy * wx])
+    def foot_weight_wrench(self, side: str, sensor_rotation_in_world: np.ndarray) -> np.ndarray:
+        """Wrench (6,) the unloaded foot puts on its sensor, in the sensor frame (zeros below FSRs)."""
+        return np.array(self.sensors.weight_terms(side, sensor_rotation_in_world))
 
     def zero(self, side: str, force: np.ndarray, torque: np.ndarray, sole_in_world: np.ndarray,
              max_load: float = 10.0) -> np.ndarray:
-        """Take the sensor offsets of an unloaded foot: the reading less the foot's own weight.
-
-        Args:
-            max_load: [N] the most the reading's normal force may differ from the foot weight.
+        """Take the sensor offsets of an unloaded foot (:meth:`FtSensors.zero`).
 
         Raises:
-            InvalidInputError: the foot carries load (it must be lifted to zero its sensor).
+            InvalidInputError: the foot carries load, or the sensors are not zeroed (FSRs).
         """
-        rotation = (sole_in_world @ self.feet[side].sensor_in_sole)[:3, :3]
-        expected = self.foot_weight_wrench(side, rotation)
-        measured = np.concatenate([force, torque])
-        if not np.all(np.isfinite(measured)):
-            raise InvalidInputError(f"{side} foot: the wrench is not finite, cannot zero")
-        offset = measured - expected
-        world_load = float((rotation @ offset[:3])[2])
-        if abs(world_load) > max_load:
-            raise InvalidInputError(
-                f"{side} foot carries {world_load:.1f} N beyond its own weight (limit {max_load} N): "
-                "lift the foot before zeroing its sensor")
-        self.offsets[side] = offset
-        return offset.copy()
+        return self.sensors.zero(side, force, torque, sole_in_world, max_load)
 
-    # --- the estimate ----------------------------------------------------------------
+    def set_contact_threshold(self, threshold: float, hysteresis: float) -> None:
+        """New contact threshold and hysteresis [N] from the next sample on; contact states kept.
 
-    def _foot_ground_wrench(self, side: str, sample: FootSample) -> tuple[np.ndarray, np.ndarray]:
-        """Ground reaction about the sole origin, in the sole frame, foot weight removed.
-
-        The reference form of what :meth:`step` computes with scalars (tests compare them).
+        Raises:
+            ConfigurationError: as :class:`ContactDetector`.
         """
-        foot = self.feet[side]
-        assert sample.force_in_sensor is not None and sample.torque_in_sensor is not None
-        measured = np.concatenate([sample.force_in_sensor, sample.torque_in_sensor]) - self.offsets[side]
-        rotation = (sample.sole_in_world @ foot.sensor_in_sole)[:3, :3]
-        ground = measured - self.foot_weight_wrench(side, rotation)
-        return wrench_in_sole(ground[:3], ground[3:], foot.sensor_in_sole)
+        for side, detector in self.contacts.items():
+            fresh = ContactDetector(threshold, hysteresis)
+            fresh.in_contact = detector.in_contact
+            self.contacts[side] = fresh
 
     def _pose_terms(self, side: str, pose: np.ndarray) -> tuple[list[float], list[float]]:
         """(foot-weight wrench in the sensor frame, sole -> world terms) for a sole pose, cached.
 
         The terms: rows of the sole's rotation with the translation after each row,
-        ``[R00, R01, t0, R10, R11, t1, R20, R21, t2, R02, R12, R22]``.
-
-        The weight wrench depends on the sensor's orientation only; both change when
-        the legs move, so they are recomputed (and the pose checked) only when the
-        pose's bytes change.
+        ``[R00, R01, t0, R10, R11, t1, R20, R21, t2, R02, R12, R22]``. Both change when the
+        legs move only, so they are recomputed (and the pose checked) when the pose's bytes
+        change.
 
         Raises:
             InvalidInputError: a new pose is not finite.
@@ -362,46 +214,38 @@ class ZmpEstimator:
         if not np.isfinite(pose).all():
             raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
         rotation = (pose @ self.feet[side].sensor_in_sole)[:3, :3]
-        weight = self.foot_weight_wrench(side, rotation).tolist()
+        weight = self.sensors.weight_terms(side, rotation)
         to_world = [pose[0, 0], pose[0, 1], pose[0, 3], pose[1, 0], pose[1, 1], pose[1, 3],
                     pose[2, 0], pose[2, 1], pose[2, 3], pose[0, 2], pose[1, 2], pose[2, 2]]
         self._pose_cache[side] = (key, weight, [float(v) for v in to_world])
         return weight, self._pose_cache[side][2]
 
-    def _ft_foot(self, side: str, sample: FootSample,
-                 weight: list[float]) -> tuple[float, float, float, float, float, float]:
-        """Ground wrench of one F/T foot in the sole frame, torque about the sole origin.
+    def _foot(self, side: str, samples: Mapping[str, FootSample]) -> tuple[
+            FootWrench, list[float], np.ndarray]:
+        """One foot's ground wrench and ZMP in its sole frame, its sole -> world terms and pose.
 
-        Eq. 3.24/3.25 written out with Python floats: numpy's per-call cost on
-        3-vectors (about 1 us a call) would put the two-foot sample far above the
-        20 us budget of the 1 kHz estimator; :meth:`_foot_ground_wrench` is the
-        same computation with arrays, and the tests hold the two equal.
+        Raises:
+            InvalidInputError: the foot's sample is missing, has a bad pose, or overflows.
         """
-        if sample.force_in_sensor is None or sample.torque_in_sensor is None:
-            raise InvalidInputError(f"{side} foot: an F/T estimator needs force and torque")
-        fx, fy, fz = np.asarray(sample.force_in_sensor, dtype=float).reshape(3).tolist()
-        tx, ty, tz = np.asarray(sample.torque_in_sensor, dtype=float).reshape(3).tolist()
-        if not (isfinite(fx) and isfinite(fy) and isfinite(fz) and isfinite(tx) and isfinite(ty)
-                and isfinite(tz)):
-            raise InvalidInputError(f"{side} foot: the wrench is not finite")
-        o = self.offsets[side].tolist()
-        fx -= o[0] + weight[0]
-        fy -= o[1] + weight[1]
-        fz -= o[2] + weight[2]
-        tx -= o[3] + weight[3]
-        ty -= o[4] + weight[4]
-        tz -= o[5] + weight[5]
-        r, (px, py, pz) = self._sensor_rotation[side], self._sensor_origin[side]
-        sfx = r[0] * fx + r[1] * fy + r[2] * fz
-        sfy = r[3] * fx + r[4] * fy + r[5] * fz
-        sfz = r[6] * fx + r[7] * fy + r[8] * fz
-        stx = r[0] * tx + r[1] * ty + r[2] * tz + py * sfz - pz * sfy
-        sty = r[3] * tx + r[4] * ty + r[5] * tz + pz * sfx - px * sfz
-        stz = r[6] * tx + r[7] * ty + r[8] * tz + px * sfy - py * sfx
-        return sfx, sfy, sfz, stx, sty, stz
+        if side not in samples:
+            raise InvalidInputError(f"no sample for the {side} foot")
+        sample = samples[side]
+        pose = np.asarray(sample.sole_in_world, dtype=float)
+        if pose.shape != (4, 4):
+            raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
+        weight, w = self._pose_terms(side, pose)
+        wrench = self.sensors.ground_wrench(side, sample, weight)
+        sfx, sfy, normal, stx, sty, stz = wrench[:6]
+        if not (isfinite(normal) and isfinite(sfx) and isfinite(sfy) and isfinite(stx)
+                and isfinite(sty) and isfinite(stz)):
+            raise InvalidInputError(
+                f"{side} foot: the {self.sensors.reading_name} overflow(s) in the sole frame "
+                "(values beyond any sensor's range)")
+        return wrench, w, pose
 
     def step(self, samples: Mapping[str, FootSample]) -> ZmpOutput:
-        """The ZMP of one sample of both feet.
+        """The ZMP of one sample of both feet: each foot's (eq. 3.24-3.26, by its sensors)
+        and the two feet's (:func:`zmp_of_total_wrench`), the polygon and the margin.
 
         Raises:
             InvalidInputError: a foot is missing, an input is not finite or has a wrong shape,
@@ -410,59 +254,26 @@ class ZmpEstimator:
         zmps: dict[str, np.ndarray | None] = {}
         forces: dict[str, float] = {}
         contacts: dict[str, bool] = {}
+        poses: dict[str, np.ndarray] = {}
         # the total ground wrench in the world (torque about the origin), and the feet's
         # ZMP heights weighted by their world-vertical force
-        fx_w = fy_w = fz_w = tx_w = ty_w = 0.0
-        sum_z = 0.0
+        fx_w = fy_w = fz_w = tx_w = ty_w = sum_z = 0.0
         touching: list[str] = []
-        poses: dict[str, np.ndarray] = {}
         for side in self.feet:
-            if side not in samples:
-                raise InvalidInputError(f"no sample for the {side} foot")
-            sample = samples[side]
-            pose = np.asarray(sample.sole_in_world, dtype=float)
-            if pose.shape != (4, 4):
-                raise InvalidInputError(f"{side} foot: sole_in_world must be a finite 4 x 4 transform")
-            weight, w = self._pose_terms(side, pose)
-            poses[side] = pose
-            if self.sensor_type == "ft":
-                sfx, sfy, normal, stx, sty, stz = self._ft_foot(side, sample, weight)
-                lx = ly = float("nan")
-                if normal > 0.0:  # eq. 3.24/3.25 on the sole
-                    lx, ly = -sty / normal, stx / normal
-            else:
-                fsr = np.asarray(sample.fsr_forces if sample.fsr_forces is not None else [], dtype=float)
-                positions = self.feet[side].fsr_positions
-                if fsr.shape != (len(positions),):
-                    raise InvalidInputError(
-                        f"{side} foot: {fsr.size} FSR forces for {len(positions)} FSR positions")
-                if not np.isfinite(fsr).all():
-                    raise InvalidInputError(f"{side} foot: an FSR force is not finite")
-                normal = float(fsr.sum())
-                lx = ly = float("nan")
-                sfx = sfy = stz = 0.0  # one-axis sensors: normal forces only
-                stx = sty = 0.0
-                if normal > 0.0:  # eq. 3.26 for one-axis sensors on the sole
-                    lx, ly = (fsr @ positions / normal).tolist()
-                    stx, sty = ly * normal, -lx * normal
-            if not (isfinite(normal) and isfinite(sfx) and isfinite(sfy) and isfinite(stx)
-                    and isfinite(sty) and isfinite(stz)):
-                raise InvalidInputError(
-                    f"{side} foot: the {'wrench' if self.sensor_type == 'ft' else 'FSR forces'} "
-                    "overflow(s) in the sole frame (values beyond any sensor's range)")
-            in_contact = self.contacts[side].step(normal)
+            (sfx, sfy, normal, stx, sty, stz, lx, ly), w, poses[side] = self._foot(side, samples)
             forces[side] = normal
-            contacts[side] = in_contact
+            contacts[side] = in_contact = self.contacts[side].step(normal)
             if not in_contact:
                 zmps[side] = None
                 continue
-            x = w[0] * lx + w[1] * ly + w[2]
-            y = w[3] * lx + w[4] * ly + w[5]
-            z = w[6] * lx + w[7] * ly + w[8]
-            zmps[side] = np.array([x, y, z])
+            r00, r01, t0, r10, r11, t1, r20, r21, t2, r02, r12, r22 = w
+            x, y, z = r00 * lx + r01 * ly + t0, r10 * lx + r11 * ly + t1, r20 * lx + r21 * ly + t2
+            if not (isfinite(x) and isfinite(y) and isfinite(z)):
+                raise InvalidInputError(f"the {side} foot's ZMP overflows ({x}, {y}, {z}): values "
+                                        "beyond any sensor's range")
+            zmps[side] = np.array((x, y, z))
             touching.append(side)
             # the foot's wrench in the world: f = R f_s, tau_O = R tau_s + t x f
-            r00, r01, t0, r10, r11, t1, r20, r21, t2, r02, r12, r22 = w
             fwx = r00 * sfx + r01 * sfy + r02 * normal
             fwy = r10 * sfx + r11 * sfy + r12 * normal
             fwz = r20 * sfx + r21 * sfy + r22 * normal
@@ -476,31 +287,25 @@ class ZmpEstimator:
             return ZmpOutput(None, zmps, forces, contacts, None, None)
         # each foot's wrench is finite, but their sum may not be (two 1.5e308 N forces): then
         # the divisions below give finite zeros (x / inf), a ZMP at the origin that looks valid
-        if not all(isfinite(v) for v in (fx_w, fy_w, fz_w, tx_w, ty_w, sum_z)):
+        if not (isfinite(fx_w) and isfinite(fy_w) and isfinite(fz_w) and isfinite(tx_w)
+                and isfinite(ty_w) and isfinite(sum_z)):
             raise InvalidInputError(
                 "the feet's wrenches overflow in their sum (values beyond any sensor's range)")
         polygon = self.support.update(poses, touching)
         if not fz_w > 0.0:  # soles so steep that the ground pulls down: no ZMP on a plane
             return ZmpOutput(None, zmps, forces, contacts, polygon, None)
         pz = sum_z / fz_w
-        zmp = np.array([(-ty_w + pz * fx_w) / fz_w, (tx_w + pz * fy_w) / fz_w, pz])
-        if not (np.isfinite(zmp).all() and all(
-                p is None or np.isfinite(p).all() for p in zmps.values())):
+        px, py = zmp_of_total_wrench(fx_w, fy_w, fz_w, tx_w, ty_w, pz)
+        # on the floats (numpy's isfinite on the arrays cost a quarter of the sample)
+        if not (isfinite(px) and isfinite(py) and isfinite(pz)):
             raise InvalidInputError(
-                f"the ZMP of the feet's wrenches overflows ({zmp.tolist()}): values beyond any "
+                f"the ZMP of the feet's wrenches overflows ({[px, py, pz]}): values beyond any "
                 "sensor's range")
-        return ZmpOutput(zmp, zmps, forces, contacts, polygon, self.support.margin(zmp))
+        zmp = np.array((px, py, pz))
+        return ZmpOutput(zmp, zmps, forces, contacts, polygon, self.support.margin((px, py)))
 
-    def set_contact_threshold(self, threshold: float, hysteresis: float) -> None:
-        """New contact threshold and hysteresis [N] from the next sample on; contact states kept.
 
-        Raises:
-            ConfigurationError: as :class:`ContactDetector`.
-        """
-        for side, detector in self.contacts.items():
-            fresh = ContactDetector(threshold, hysteresis)
-            fresh.in_contact = detector.in_contact
-            self.contacts[side] = fresh
+# --- from the URDF ------------------------------------------------------------------
 
 
 def foot_geometry_from_model(
@@ -566,14 +371,43 @@ def foot_geometry_from_model(
     )
 
 
-def humanoid_zmp_estimator(model: RobotModel, sensor_type: str = "ft", **kwargs: float) -> ZmpEstimator:
+def frame_in_sensor_resolver(model: RobotModel, sensor_frames: Mapping[str, str]) -> FrameResolver:
+    """sensor <- frame (4 x 4) of a frame rigidly attached to a foot's sensor, for
+    :class:`~humanoid_balance.core.foot_sensors.FtSensors` (wrenches stamped in another
+    frame of the foot).
+
+    The resolver raises UnknownFrameError for a frame the model lacks and
+    InvalidInputError for one on another link, saying which frame to publish in.
+    """
+    pin_model = model.model
+
+    def resolve(side: str, frame: str) -> np.ndarray:
+        sensor = sensor_frames[side]
+        if not pin_model.existFrame(frame):
+            raise UnknownFrameError(frame, model.name)
+        if pin_model.frames[pin_model.getFrameId(frame)].parentJoint != \
+                pin_model.frames[pin_model.getFrameId(sensor)].parentJoint:
+            raise InvalidInputError(
+                f"{side} foot wrench in frame {frame!r}, which is not attached to the foot of "
+                f"sensor {sensor!r}: publish it in {sensor!r}")
+        q = model.neutral()
+        return np.linalg.inv(model.frame_transform(sensor, q)) @ model.frame_transform(frame, q)
+
+    return resolve
+
+
+def humanoid_zmp_estimator(model: RobotModel, sensor_type: str = "ft", *,
+                           contact_threshold: float = 20.0, hysteresis: float = 5.0,
+                           gravity: float = 9.81) -> ZmpEstimator:
     """The estimator of the seed humanoid (frames ``{side}_foot_ft``, ``{side}_sole``, ``{side}_foot``).
 
     The support polygon and the FSR points are the FSR pads ``{side}_fsr_{0..3}`` of the
-    URDF (:mod:`humanoid_balance.core.support`). ``kwargs`` go to :class:`ZmpEstimator`
-    (``contact_threshold``, ``hysteresis``, ``gravity``).
+    URDF (:meth:`FootLayout.seed`); the tunables are :class:`ZmpEstimator`'s.
     """
+    layout = FootLayout.seed()
     feet = {side: foot_geometry_from_model(
-        model, sensor_frame=f"{side}_foot_ft", sole_frame=f"{side}_sole", foot_link=f"{side}_foot",
-        fsr_frames=contact_frame_names(side)) for side in SIDES}
-    return ZmpEstimator(feet, sensor_type=sensor_type, **kwargs)
+        model, sensor_frame=f"{side}_foot_ft", sole_frame=layout.sole_frames[side],
+        foot_link=f"{side}_foot", contact_frames=layout.contact_frames[side],
+        fsr_frames=layout.fsr_frames[side]) for side in layout.sides}
+    return ZmpEstimator(feet, sensor_type=sensor_type, contact_threshold=contact_threshold,
+                        hysteresis=hysteresis, gravity=gravity)

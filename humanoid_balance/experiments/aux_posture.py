@@ -254,21 +254,9 @@ def search(model: Any, start_deg: Sequence[float], *,
     from humanoid_balance.experiments.strike import PAPER_ROWS, run_sim, zmp_shift
 
     speeds = tuple(speeds)
-    if not speeds or any(s is not None and not (math.isfinite(s) and s > 0) for s in speeds):
-        raise ConfigurationError(f"speeds {list(speeds)}: expected hand speeds > 0 m/s")
-    start = np.asarray(start_deg, dtype=float)
-    if start.shape != (7,) or not np.isfinite(start).all():
-        raise ConfigurationError(f"start posture {list(start_deg)}: expected 7 finite angles [deg]")
-    if max_trials < MIN_TRIALS or not (math.isfinite(step_deg) and step_deg > 0):
-        raise ConfigurationError(
-            f"max_trials={max_trials} must be >= {MIN_TRIALS} (the start and one step per "
-            f"angle) and step_deg={step_deg} finite and > 0")
-    lo, hi = search_box(model, job_arm, margin_deg)
-    outside = [i for i in range(7) if not lo[i] <= start[i] <= hi[i]]
-    if outside:
-        raise ConfigurationError(
-            f"start posture angles {outside} lie outside the search box {lo.tolist()} .. "
-            f"{hi.tolist()} deg (the aux arm's limits less {margin_deg} deg)")
+    start, lo, hi = _checked_start(model, start_deg, speeds=speeds, job_arm=job_arm,
+                                   max_trials=max_trials, step_deg=step_deg,
+                                   margin_deg=margin_deg)
     trials: list[PostureTrial] = []
     first: list[PostureTrial] = []
 
@@ -314,3 +302,30 @@ def search(model: Any, start_deg: Sequence[float], *,
            for speed in speeds]
     return PostureSearch(trials[0], min(trials, key=lambda s: s.cost), trials, speeds,
                          tuple(off))
+
+
+def _checked_start(model: Any, start_deg: Sequence[float], *, speeds: tuple[float | None, ...],
+                   job_arm: str, max_trials: int, step_deg: float,
+                   margin_deg: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`search`'s start posture [deg] as an array and the search box (lower, upper)
+    [deg], once its arguments are checked.
+
+    Raises:
+        ConfigurationError: a bad speed, count, step or start posture.
+    """
+    if not speeds or any(s is not None and not (math.isfinite(s) and s > 0) for s in speeds):
+        raise ConfigurationError(f"speeds {list(speeds)}: expected hand speeds > 0 m/s")
+    start = np.asarray(start_deg, dtype=float)
+    if start.shape != (7,) or not np.isfinite(start).all():
+        raise ConfigurationError(f"start posture {list(start_deg)}: expected 7 finite angles [deg]")
+    if max_trials < MIN_TRIALS or not (math.isfinite(step_deg) and step_deg > 0):
+        raise ConfigurationError(
+            f"max_trials={max_trials} must be >= {MIN_TRIALS} (the start and one step per "
+            f"angle) and step_deg={step_deg} finite and > 0")
+    lo, hi = search_box(model, job_arm, margin_deg)
+    outside = [i for i in range(7) if not lo[i] <= start[i] <= hi[i]]
+    if outside:
+        raise ConfigurationError(
+            f"start posture angles {outside} lie outside the search box {lo.tolist()} .. "
+            f"{hi.tolist()} deg (the aux arm's limits less {margin_deg} deg)")
+    return start, lo, hi

@@ -1,6 +1,6 @@
 """The paper's waist tracking test (seed 003) in simulation, over a virtual CAN bus.
 
-What runs: the waist controller (:class:`~humanoid_balance.can.controller.WaistController`,
+What runs: the waist controller (:class:`~humanoid_balance.waist.servo.WaistController`,
 RMRC outer loop at 50 Hz on a noisy inclinometer, three-loop servo at 500 Hz) over
 a python-can virtual bus, in lock-step with two simulated drives carrying a 25 kg
 torso (:class:`~humanoid_balance.can.sim_drive.SimulatedWaist`: the paper's current
@@ -179,6 +179,14 @@ class _Rig:
         self.sim.step(self.dt)
         self.cycle += 1
 
+    def enable(self, settle_periods: int) -> None:
+        """Five periods polling the drives, the enable, then ``settle_periods`` holding."""
+        for _ in range(5):
+            self.tick()
+        self.ctl.enable(self.sim.time_s)
+        for _ in range(settle_periods):
+            self.tick()
+
 
 def _measured_bus_load_pct(bus: Any, config: Any, counted_before: dict[str, int],
                            cycles: int, duration_s: float) -> float:
@@ -261,22 +269,19 @@ def run_tracking(noise_deg: float = 0.02, seed: int = 3,
         InvalidInputError: the path refused by the controller (the reason).
     """
     from humanoid_balance.can.bus import WaistCanBus
-    from humanoid_balance.can.controller import WaistController, WaistControllerConfig
-    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.can.sim_drive import SimulatedWaist
     from humanoid_balance.core.waist_kinematics import DifferentialWaist
+    from humanoid_balance.waist import WaistController, WaistServoConfig
+    from humanoid_balance.waist.load import TorsoLoad
 
     path = paper_path() if path is None else path
     waist = DifferentialWaist(gear_ratio_pitch=gear_ratios[0], gear_ratio_roll=gear_ratios[1])
-    config = WaistControllerConfig(waist=waist, limit_policy=limit_policy)
+    config = WaistServoConfig(waist=waist, limit_policy=limit_policy)
     with SimulatedWaist(channel=channel, torso=TorsoLoad(), waist=waist) as sim, WaistCanBus(
             channel=channel, use_notifier=False, clock=lambda: sim.time_s) as bus:
         ctl = WaistController(config, bus)
         rig = _Rig(ctl, config, sim, noise_deg, seed)
-        for _ in range(5):
-            rig.tick()
-        ctl.enable(sim.time_s)
-        for _ in range(50):
-            rig.tick()
+        rig.enable(50)
         # 1. the paper's command as published: refused
         times = np.linspace(0.0, DURATION_S, 61)
         refusal = ctl.set_trajectory(times, np.radians(paper_reference_deg(times, -12.0)),
@@ -322,27 +327,20 @@ def run_drawn(seed: int, spacing_s: float | None = None, noise_deg: float = 0.02
     track it: the waist enabled at rest on the path's first point, the 25 kg torso, the
     inclinometer noise of the paper's test (seeded by ``seed``)."""
     from humanoid_balance.can.bus import WaistCanBus
-    from humanoid_balance.can.controller import (
-        TrajectoryResult,
-        WaistController,
-        WaistControllerConfig,
-    )
-    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.can.sim_drive import SimulatedWaist
     from humanoid_balance.experiments.waist_paths import draw_path
+    from humanoid_balance.waist import TrajectoryResult, WaistController, WaistServoConfig
+    from humanoid_balance.waist.load import TorsoLoad
 
     drawn = draw_path(seed, spacing_s, duration_s)
-    config = WaistControllerConfig()
+    config = WaistServoConfig()
     start = np.radians(drawn.path.points_deg[0])
     with SimulatedWaist(channel=channel, torso=TorsoLoad(),
                         initial_joint_rad=(float(start[0]), float(start[1]))) as sim, \
             WaistCanBus(channel=channel, use_notifier=False, clock=lambda: sim.time_s) as bus:
         ctl = WaistController(config, bus)
         rig = _Rig(ctl, config, sim, noise_deg, seed)
-        for _ in range(5):
-            rig.tick()
-        ctl.enable(sim.time_s)
-        for _ in range(100):  # the hold settles under the torso's weight
-            rig.tick()
+        rig.enable(100)  # the hold settles under the torso's weight
         run = _track(rig, bus, TrajectoryResult(True, False, "no refusal in a drawn run"),
                      drawn.path)
     return DrawResult(seed, drawn.kind, drawn.moving_start, drawn.spacing_s,
@@ -394,21 +392,18 @@ def run_stops_and_clamp(noise_deg: float = 0.02, seed: int = 3,
     steps its velocity at every point and cannot be followed by any real waist.
     """
     from humanoid_balance.can.bus import WaistCanBus
-    from humanoid_balance.can.controller import WaistController, WaistControllerConfig
-    from humanoid_balance.can.sim_drive import SimulatedWaist, TorsoLoad
+    from humanoid_balance.can.sim_drive import SimulatedWaist
+    from humanoid_balance.waist import WaistController, WaistServoConfig
+    from humanoid_balance.waist.load import TorsoLoad
 
-    config = WaistControllerConfig(limit_policy="clamp")
+    config = WaistServoConfig(limit_policy="clamp")
     start = tuple(math.radians(v) for v in STOPS_AND_CLAMP_START_DEG)
     with SimulatedWaist(channel=channel, torso=TorsoLoad(),
                         initial_joint_rad=(start[0], start[1])) as sim, WaistCanBus(
             channel=channel, use_notifier=False, clock=lambda: sim.time_s) as bus:
         ctl = WaistController(config, bus)
         rig = _Rig(ctl, config, sim, noise_deg, seed)
-        for _ in range(5):
-            rig.tick()
-        ctl.enable(sim.time_s)
-        for _ in range(250):
-            rig.tick()
+        rig.enable(250)
         path = np.array(STOPS_AND_CLAMP_PATH)
         result = ctl.set_trajectory(path[:, 0], np.radians(path[:, 1:]), sim.time_s)
         if not result.accepted:
@@ -442,7 +437,7 @@ def _clamped_command(points: FloatArray, start_deg: tuple[float, float], waist: 
     """The command as the user sent it, from the start at time 0, clamped at the range's edge
     along its segments (as the controller clamps it); rows of ``points`` are (t, pitch, roll)
     in s and deg."""
-    from humanoid_balance.can.controller import clamp_path
+    from humanoid_balance.waist import clamp_path
 
     times = np.concatenate([[0.0], points[:, 0]])
     positions = np.radians(np.vstack([start_deg, points[:, 1:]]))

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from humanoid_balance.can.controller import WaistControllerConfig
 from humanoid_balance.core.waist_kinematics import PITCH_LIMITS_RAD, ROLL_LIMITS_RAD
 from humanoid_balance.experiments.waist import WaistPath
+from humanoid_balance.waist.config import WaistServoConfig
 
 FloatArray = NDArray[np.float64]
 
@@ -44,8 +44,8 @@ MOVING_START_DEG_S = 2.5
 #: the waist's declared limits and range, from the controller's defaults (a change there
 #: changes what is feasible here) [deg/s, deg/s^2, deg]
 #: (rounded to 1e-9 deg: the degrees the limits were set in, not their radians' last bit)
-VELOCITY_LIMIT_DEG_S = round(math.degrees(WaistControllerConfig.velocity_limit_rad_s), 9)
-ACCELERATION_LIMIT_DEG_S2 = round(math.degrees(WaistControllerConfig.acceleration_limit_rad_s2), 9)
+VELOCITY_LIMIT_DEG_S = round(math.degrees(WaistServoConfig.velocity_limit_rad_s), 9)
+ACCELERATION_LIMIT_DEG_S2 = round(math.degrees(WaistServoConfig.acceleration_limit_rad_s2), 9)
 RANGE_DEG = tuple((round(math.degrees(lo), 9), round(math.degrees(hi), 9))
                   for lo, hi in (PITCH_LIMITS_RAD, ROLL_LIMITS_RAD))
 #: margin kept from the range's edges [deg]

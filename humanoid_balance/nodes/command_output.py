@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from rclpy.qos import QoSProfile
@@ -19,7 +19,21 @@ from rclpy.qos import QoSProfile
 from humanoid_balance import cdr
 from humanoid_balance.command_interface import CommandWriter, command_topic, command_writer, message_class
 
-__all__ = ["CommandOutput"]
+__all__ = ["CommandOutput", "CommandSettings"]
+
+
+class CommandSettings(Protocol):
+    """A typed config's command output: the fields of
+    :func:`~humanoid_balance.command_interface.command_params`."""
+
+    @property
+    def command_interface(self) -> str: ...
+
+    @property
+    def command_topic(self) -> str: ...
+
+    @property
+    def command_joints(self) -> Sequence[str]: ...
 
 
 class CommandOutput:
@@ -29,7 +43,7 @@ class CommandOutput:
         node: the (lifecycle) node; the publisher is a lifecycle publisher when it has
             ``create_lifecycle_publisher``.
         values: the node's parameter values (``command_interface``, ``command_topic``,
-            ``command_joints``).
+            ``command_joints``), or its typed config with those fields.
         node_topic: the node's own command topic (``joint_state``'s default).
         names: the joints commanded at first (checked against ``command_joints`` now, so
             that a wrong joint list fails configure, not the first cycle).
@@ -43,12 +57,18 @@ class CommandOutput:
             does not command.
     """
 
-    def __init__(self, node: Any, values: Mapping[str, Any], node_topic: str,
+    def __init__(self, node: Any, values: Mapping[str, Any] | CommandSettings, node_topic: str,
                  names: Sequence[str], period_s: float, qos: QoSProfile,
                  lifecycle: bool = True) -> None:
-        self.interface: str = values["command_interface"]
-        self.topic = command_topic(self.interface, values["command_topic"], node_topic)
-        self._order = tuple(values["command_joints"])
+        if isinstance(values, Mapping):
+            interface, topic, joints = (values["command_interface"], values["command_topic"],
+                                        values["command_joints"])
+        else:
+            interface, topic, joints = (values.command_interface, values.command_topic,
+                                        values.command_joints)
+        self.interface: str = interface
+        self.topic = command_topic(self.interface, topic, node_topic)
+        self._order = tuple(joints)
         self._period_s = period_s
         self._writer: CommandWriter = command_writer(self.interface, names, period_s=period_s,
                                                      joint_order=self._order)

@@ -1,34 +1,23 @@
-"""Small pieces every node shares: main(), diagnostics, stamps, parameter checks.
+"""Small pieces every node shares: diagnostics, stamps, timers, lifecycle answers, priority.
 
-No mathematics here: nodes read inputs, call a core object's ``step`` and publish.
+No mathematics here: nodes read inputs, call a core object's ``step`` and publish. Also
+here, from their own modules, for the nodes' one import: :mod:`~humanoid_balance.nodes.run`
+(``run_node``, executors, signals), :mod:`~humanoid_balance.nodes.raw_inputs` (serialized
+inputs) and :mod:`~humanoid_balance.nodes.throttles` (``LogThrottle``, ``Listeners``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import math
 import os
-import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64
-
-from humanoid_balance import cdr
-from humanoid_balance.exceptions import HumanoidBalanceError, InvalidInputError
 
 OK = DiagnosticStatus.OK
 WARN = DiagnosticStatus.WARN
@@ -207,82 +196,6 @@ def destroy_timers(node: Node, *timers: Any) -> None:
             node.destroy_timer(timer)
 
 
-class LogThrottle:
-    """At most one message per ``period_s`` [s] (steady clock), decided before rclpy's logger is called.
-
-    rclpy's ``throttle_duration_sec`` looks up the caller (``inspect`` and file
-    system calls) on every call, logged or throttled: about 0.4 ms a call. A
-    node that warns per message at 1 kHz spends a core on it, and falls further
-    behind the more it warns (a late sample warns, warning makes the next one
-    later). The check here costs a clock read.
-
-    Args:
-        logger: the node's logger (``node.get_logger()``).
-        period_s: the shortest time between two messages, s.
-    """
-
-    def __init__(self, logger: Any, period_s: float = 1.0) -> None:
-        self.logger = logger
-        self.period_s = period_s
-        self._last = -math.inf
-
-    def _due(self) -> bool:
-        now = time.monotonic()
-        if now - self._last < self.period_s:
-            return False
-        self._last = now
-        return True
-
-    def warning(self, text: str) -> bool:
-        """Log ``text`` as a warning unless one was logged within the period; True when logged."""
-        if not self._due():
-            return False
-        self.logger.warning(text)
-        return True
-
-    def error(self, text: str) -> bool:
-        """Log ``text`` as an error unless one was logged within the period; True when logged."""
-        if not self._due():
-            return False
-        self.logger.error(text)
-        return True
-
-
-class Listeners:
-    """Which of a node's optional publishers have a subscriber, looked at every ``period_s``.
-
-    A node writes its monitoring topics (per-foot ZMPs, markers, ground truth) only while
-    someone listens, as drivers skip unheard topics: a 1 kHz topic nobody takes still costs
-    its serialization and publish. A subscriber that joins is served within ``period_s``.
-    Every publisher counts as heard until the first look. Asking costs a clock read; the
-    subscription counts (an rmw call each) are read at most every ``period_s`` of wall time.
-
-    Args:
-        publishers: the optional publishers (None entries are left out).
-        period_s: wall seconds between two looks.
-    """
-
-    def __init__(self, publishers: Iterable[Any], period_s: float = 0.1) -> None:
-        self._publishers = [pub for pub in publishers if pub is not None]
-        self._heard: frozenset[Any] = frozenset(self._publishers)
-        self._period_s = float(period_s)
-        self._next_s = 0.0
-
-    def heard(self) -> frozenset[Any]:
-        """The publishers with at least one matched subscription (as of the last look)."""
-        now = time.monotonic()
-        if now >= self._next_s:
-            self._next_s = now + self._period_s
-            self._heard = frozenset(pub for pub in self._publishers
-                                    if pub.get_subscription_count() > 0)
-        return self._heard
-
-    def unheard(self) -> str:
-        """The topics not written for want of a subscriber at the last look, for /diagnostics."""
-        return ",".join(sorted(pub.topic_name for pub in self._publishers
-                               if pub not in self._heard)) or "none"
-
-
 def set_thread_priority(node: Node, priority: int, what: str) -> bool:
     """Put the calling thread under SCHED_FIFO ``priority`` (1-99), or back to normal
     scheduling (0); when the system refuses, a warning naming the fix. Whether it holds.
@@ -304,234 +217,28 @@ def set_thread_priority(node: Node, priority: int, what: str) -> bool:
         return False
 
 
-def deserialize_refused(data: bytes, message_type: Any, error: InvalidInputError) -> Any:
-    """The message a :mod:`humanoid_balance.cdr` reader refused with ``error``, read by rclpy
-    when it is one the readers leave to rclpy (big endian, XCDR2: ``cdr.rclpy_may_read``).
+# the nodes' one import (see the module docstring); these modules import nothing from here
+from humanoid_balance.nodes.raw_inputs import (  # noqa: E402
+    all_finite,
+    deserialize_refused,
+    joint_state_sample,
+    read_float64,
+    read_joint_state,
+)
+from humanoid_balance.nodes.run import (  # noqa: E402
+    SPIN_PERIOD_S,
+    StopSignals,
+    make_executor,
+    run_node,
+    shut_down_by,
+    spin_until,
+)
+from humanoid_balance.nodes.throttles import Listeners, LogThrottle  # noqa: E402
 
-    Raises:
-        InvalidInputError: ``error`` again for plain little-endian CDR (the reader's refusal
-            stands: rclpy would read some of it as garbage, and past the end of 4 bytes that
-            announce padding, at times a segmentation fault); or rclpy refuses it too.
-    """
-    if not cdr.rclpy_may_read(data):
-        raise error
-    try:
-        return deserialize_message(data, message_type)
-    except RuntimeError as exc:  # rclpy's RMWError
-        raise InvalidInputError(f"{error}; rclpy cannot read it either ({exc})") from exc
-
-
-def joint_state_sample(reader: Any, msg: Any) -> cdr.JointStateSample:
-    """The fields of a ``sensor_msgs/JointState``, serialized or a message object.
-
-    Args:
-        reader: a :class:`humanoid_balance.cdr.JointStateReader` (names decoded once).
-        msg: the bytes of a raw subscription, or a ``sensor_msgs/JointState``.
-
-    Bytes that are not plain little-endian CDR are deserialized by rclpy. The arrays of
-    bytes read are read-only views of them: copy what is kept.
-
-    Raises:
-        InvalidInputError: bytes that neither the reader nor rclpy reads (see
-            :func:`deserialize_refused`).
-    """
-    if isinstance(msg, bytes):
-        try:
-            return reader.read(msg)  # type: ignore[no-any-return]
-        except InvalidInputError as error:
-            msg = deserialize_refused(msg, JointState, error)
-    return cdr.JointStateSample(
-        stamp_ns(msg.header.stamp), msg.header.frame_id, tuple(msg.name),
-        *(np.asarray(values, dtype=float) for values in (msg.position, msg.velocity, msg.effort)))
-
-
-def read_joint_state(reader: Any, msg: Any) -> tuple[int, tuple[str, ...], Any]:
-    """(stamp [ns], names, positions) of a ``/joint_states`` message, serialized or a JointState
-    (see :func:`joint_state_sample`)."""
-    sample = joint_state_sample(reader, msg)
-    return sample.stamp_ns, sample.names, sample.position
-
-
-def read_float64(msg: Any) -> float:
-    """The value of a ``std_msgs/Float64``, serialized (rclpy reads what is not plain
-    little-endian CDR) or a message object.
-
-    Raises:
-        InvalidInputError: bytes that neither reads (see :func:`deserialize_refused`).
-    """
-    if isinstance(msg, bytes):
-        try:
-            return cdr.read_float64(msg)
-        except InvalidInputError as error:
-            msg = deserialize_refused(msg, Float64, error)
-    return float(msg.data)
-
-
-def all_finite(values: Sequence[float]) -> bool:
-    """True when every value is a finite float."""
-    return all(math.isfinite(v) for v in values)
-
-
-#: s each executor turn waits at most: bounds how long a shutdown (SIGINT, SIGTERM) or a
-#: ``done`` condition waits to be noticed
-SPIN_PERIOD_S = 0.1
-
-
-def make_executor(events: bool = False) -> Executor:
-    """A single-threaded executor: rclpy's EventsExecutor when asked and available, else the classic one.
-
-    The EventsExecutor (rclpy.experimental, Jazzy and newer) waits on middleware
-    events instead of rebuilding a wait set each turn: per message it costs about
-    half the CPU of the SingleThreadedExecutor (``benchmarks/graph.py`` measures
-    both). Humble has no EventsExecutor: the classic executor is used there.
-
-    Drive it with :func:`spin_until`, never with ``spin()``: with the rclpy 9.1
-    wheel, ``EventsExecutor.spin()`` busy-loops holding its queue lock, the DDS
-    threads starve, nothing is delivered and SIGINT/SIGTERM are never acted on.
-    ``spin_once(timeout_sec)`` in a loop does not (``test/process`` starts every
-    node as a process this way).
-    """
-    if events:
-        try:
-            from rclpy.experimental import EventsExecutor
-        except ImportError:
-            pass
-        else:
-            return EventsExecutor()  # type: ignore[no-any-return]
-    return SingleThreadedExecutor()
-
-
-def spin_until(executor: Executor, done: Callable[[], bool] | None = None,
-               context: Any = None) -> None:
-    """Spin ``executor`` one callback at a time until shutdown or ``done()``.
-
-    Each turn waits at most :data:`SPIN_PERIOD_S`, so a shutdown from a signal
-    handler or ``done()`` is seen within that time.
-    """
-    while rclpy.ok(context=context) and (done is None or not done()):
-        executor.spin_once(timeout_sec=SPIN_PERIOD_S)
-
-
-class StopSignals:
-    """SIGINT and SIGTERM set :attr:`requested` (Python handlers), in place of rclpy's handlers.
-
-    rclpy's handlers shut the context down at once, from the signal, while a
-    callback may be running: its next ``publish`` fails ("publisher's context is
-    invalid"), or Python's ``KeyboardInterrupt`` is raised inside it; the
-    EventsExecutor logs that as FATAL and raises it again from ``spin_once``.
-    Here the signal only asks: the spin loop sees it between two callbacks and
-    the node is destroyed and the context shut down after the last one returned.
-    A Python handler runs in the main thread between bytecodes, so the request is
-    seen within one executor turn (:data:`SPIN_PERIOD_S`).
-
-    Use as a context manager around ``rclpy.init`` (with
-    :attr:`rclpy_options`) and the spin; the previous handlers come back on exit.
-    Outside the main thread (where Python cannot install handlers) it installs
-    nothing and leaves rclpy's handlers in place.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.requested = True
-
-    @property
-    def rclpy_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``rclpy.init``: no rclpy handlers when these are installed."""
-        if not self._previous:
-            return {}
-        from rclpy.signals import SignalHandlerOptions
-
-        return {"signal_handler_options": SignalHandlerOptions.NO}
-
-    def __enter__(self) -> StopSignals:
-        try:
-            for sig in self.SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._handle)
-        except ValueError:  # not the main thread
-            self._restore()
-        return self
-
-    def _restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
-
-    def __exit__(self, *exc: object) -> None:
-        self._restore()
-
-
-def run_node(
-    factory: Callable[[], Node], args: Sequence[str] | None = None,
-    done: Callable[[Node], bool] | None = None, events: bool = True,
-    stop_signals: bool = False, exit_process: bool = False,
-) -> int:
-    """Create a node, spin it until SIGINT/SIGTERM, shutdown or ``done(node)``, clean up; body of ``main``.
-
-    rclpy's own signal handlers turn SIGINT and SIGTERM into a context shutdown,
-    which ends the spin; the node is then destroyed and 0 returned, without a
-    traceback. ``events``: spin with the EventsExecutor where rclpy has one
-    (:func:`make_executor`). ``stop_signals``: SIGINT and SIGTERM end the spin
-    between two callbacks instead (:class:`StopSignals`), so that no callback
-    runs on a shut-down context. ``exit_process`` (console scripts only): once the
-    node is destroyed and the context shut down and destroyed (its DDS participant
-    announced gone), flush the output and end the process with ``os._exit(0)``:
-    what is left, the interpreter's finalisation and the middleware's own
-    teardown, took 1 to 1.5 s of a 2 s stop budget on a loaded 2-core machine
-    (0.1 to 0.2 s with the exit here, measured).
-
-    A node whose construction refuses its parameters or model (a
-    :class:`~humanoid_balance.exceptions.HumanoidBalanceError`) is reported in one line on
-    stderr and the process ends with code 2, not a traceback.
-    """
-    code = 0
-    with StopSignals() if stop_signals else contextlib.nullcontext() as signals:
-        options = signals.rclpy_options if signals is not None else {}
-        rclpy.init(args=None if args is None else list(args), **options)
-        node = None
-        executor = None
-        try:
-            try:
-                node = factory()
-            except HumanoidBalanceError as exc:
-                print(f"[ERROR] {getattr(factory, '__name__', 'node')} not started: {exc}",
-                      file=sys.stderr, flush=True)
-                code = 2
-            if node is not None:
-                executor = make_executor(events)
-                executor.add_node(node)
-                built = node
-                if signals is None:
-                    spin_until(executor, None if done is None else (lambda: done(built)))
-                else:
-                    spin_until(executor,
-                               lambda: signals.requested or (done is not None and done(built)))
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            if executor is not None:
-                executor.shutdown(timeout_sec=1.0)
-            if node is not None:
-                node.destroy_node()
-            rclpy.try_shutdown()
-    if exit_process:
-        _exit_now(code)
-    return code
-
-
-def _exit_now(code: int) -> None:
-    """Destroy the default context (the DDS participant says goodbye), flush, ``os._exit``."""
-    context = rclpy.utilities.get_default_context()
-    destroy = getattr(context, "destroy", None)  # Iron and later; Humble finalises at exit
-    if destroy is not None:
-        with contextlib.suppress(Exception):
-            destroy()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+__all__ = [
+    "ERROR", "LIFECYCLE_REMEDIES", "OK", "READ_AT_CONFIGURE", "READ_AT_START", "SPIN_PERIOD_S",
+    "STALE", "WARN", "Listeners", "LogThrottle", "PeriodicThread", "StopSignals", "all_finite",
+    "clock_ns", "deserialize_refused", "destroy_timers", "diagnostic_array", "diagnostic_status",
+    "joint_state_sample", "lifecycle_refusal", "lifecycle_state", "make_executor", "read_float64",
+    "read_joint_state", "run_node", "seconds_stamp", "set_thread_priority", "shut_down_by",
+    "spin_until", "stamp_msg", "stamp_ns", "steady_timer"]

@@ -3,17 +3,29 @@
 The dynamic ones (job arm, momentum rows, timeouts, guard margins) apply
 between two cycles (:class:`~humanoid_balance.core.arm_loop.ArmLoop`); the
 model, the mode, the rate and the controller's tunables are read at configure.
+:func:`config_from_values` turns the values into an :class:`ArmBalanceConfig` (SI units,
+degrees converted once), from which :func:`build_controller` makes the model and the
+``mode``'s controller and :meth:`ArmBalanceConfig.loop_config` the loop's tunables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from humanoid_balance.command_interface import command_params
 from humanoid_balance.params import Param, ParamSpec
 
-__all__ = ["SPEC", "YAML_HEADER", "rows_of"]
+if TYPE_CHECKING:  # (the core loads pinocchio: only where a controller is built)
+    from humanoid_balance.core.arm_controller import ArmController
+    from humanoid_balance.core.arm_loop import ArmLoopConfig
+    from humanoid_balance.core.model import RobotModel
+
+__all__ = ["SPEC", "YAML_HEADER", "ArmBalanceConfig", "build_controller", "config_from_values",
+           "rows_of"]
 
 YAML_HEADER = """\
 arm_balance: resolved momentum control of the two arms (seed 000; free_floating: seed 002)
@@ -121,3 +133,132 @@ SPEC = ParamSpec("arm_balance", [
           "may change", "rad/s^2", **_POS),
     *command_params("/arm_balance/command"),
 ], cross_check=_cross_check)
+
+
+@dataclass(frozen=True)
+class ArmBalanceConfig:
+    """``arm_balance``'s parameters, validated and typed (SI units; angles in rad).
+
+    Each field is the parameter of the same name (:data:`SPEC`) with its unit in the name
+    where it has one; ``secondary`` is the parsed row list and ``aux_posture_rad`` the
+    posture converted from degrees.
+    """
+
+    job_arm: str
+    selection: tuple[str, ...]
+    secondary: tuple[str, ...]
+    reference_point: str
+    mode: str
+    rate_hz: float
+    trigger: str
+    executor_priority: int
+    gravity_m_s2: float
+    friction_coefficient: float
+    foot_distance_m: float
+    position_margin_rad: float
+    damping_threshold: float
+    max_damping: float
+    joint_state_timeout_s: float
+    job_input_timeout_s: float
+    margin_timeout_s: float
+    guard_slow_margin_m: float
+    guard_hold_margin_m: float
+    urdf_path: str
+    base_pose_topic: str
+    free_floating_rows: tuple[str, ...]
+    free_floating_acceleration_limit_rad_s2: float
+    diagnostics_rate_hz: float
+    aux_posture_gain_1_s: float
+    aux_posture_rad: tuple[float, ...]
+    aux_posture_speed_rad_s: float
+    aux_posture_acceleration_rad_s2: float
+    command_interface: str
+    command_topic: str
+    command_joints: tuple[str, ...]
+
+    @property
+    def period_s(self) -> float:
+        """The control period [s]."""
+        return 1.0 / self.rate_hz
+
+    @property
+    def lock_step(self) -> bool:
+        """``trigger: joint_states``: a cycle per joint state, stamped with it."""
+        return self.trigger == "joint_states"
+
+    def loop_config(self) -> ArmLoopConfig:
+        """The loop's tunables."""
+        from humanoid_balance.core.arm_loop import ArmLoopConfig
+
+        return ArmLoopConfig(
+            rate_hz=self.rate_hz, joint_state_timeout_s=self.joint_state_timeout_s,
+            job_input_timeout_s=self.job_input_timeout_s, margin_timeout_s=self.margin_timeout_s,
+            guard_slow_margin_m=self.guard_slow_margin_m,
+            guard_hold_margin_m=self.guard_hold_margin_m, base_pose_source=self.base_pose_topic)
+
+
+def config_from_values(values: Mapping[str, Any]) -> ArmBalanceConfig:
+    """The typed config of a full set of parameter values (:data:`SPEC`'s names).
+
+    Raises:
+        ConfigurationError: a value the spec refuses, or a combination it refuses.
+    """
+    v = SPEC.coerce_all({**SPEC.defaults(), **values})
+    return ArmBalanceConfig(
+        job_arm=v["job_arm"], selection=tuple(v["selection"]), secondary=rows_of(v["secondary"]),
+        reference_point=v["reference_point"], mode=v["mode"], rate_hz=v["rate"],
+        trigger=v["trigger"], executor_priority=v["executor_priority"], gravity_m_s2=v["gravity"],
+        friction_coefficient=v["friction_coefficient"], foot_distance_m=v["foot_distance"],
+        position_margin_rad=v["position_margin"], damping_threshold=v["damping_threshold"],
+        max_damping=v["max_damping"], joint_state_timeout_s=v["joint_state_timeout"],
+        job_input_timeout_s=v["job_input_timeout"], margin_timeout_s=v["margin_timeout"],
+        guard_slow_margin_m=v["guard_slow_margin"], guard_hold_margin_m=v["guard_hold_margin"],
+        urdf_path=v["urdf_path"], base_pose_topic=v["base_pose_topic"],
+        free_floating_rows=tuple(v["free_floating_rows"]),
+        free_floating_acceleration_limit_rad_s2=v["free_floating_acceleration_limit"],
+        diagnostics_rate_hz=v["diagnostics_rate"], aux_posture_gain_1_s=v["aux_posture_gain"],
+        aux_posture_rad=tuple(float(a) for a in np.deg2rad(v["aux_posture"])),
+        aux_posture_speed_rad_s=v["aux_posture_speed"],
+        aux_posture_acceleration_rad_s2=v["aux_posture_acceleration"],
+        command_interface=v["command_interface"], command_topic=v["command_topic"],
+        command_joints=tuple(v["command_joints"]))
+
+
+def build_controller(config: ArmBalanceConfig) -> tuple[RobotModel, ArmController]:
+    """The model and the controller of ``config.mode``: ``ground``, resolved momentum control
+    on the fixed-base humanoid with the model ZMP's margin against the feet's contact points
+    (:class:`~humanoid_balance.core.foot_layout.FootLayout`); ``free_floating``, the
+    generalized Jacobian on the floating robot (seed 002).
+
+    Raises:
+        ConfigurationError, ModelError: a value the controller refuses, a model that cannot load.
+    """
+    from humanoid_balance.core.arm_controller import GroundArmController
+    from humanoid_balance.core.foot_layout import FootLayout
+    from humanoid_balance.core.free_floating import FreeFloatingArmController
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.core.rmc import ARMS
+    from humanoid_balance.resources import urdf_path
+
+    c = config
+    if c.mode == "free_floating":
+        floating = RobotModel(c.urdf_path or str(urdf_path("space_robot")), floating_base=True,
+                              gravity=c.gravity_m_s2)
+        accel = {arm: [c.free_floating_acceleration_limit_rad_s2] * len(floating.group(group))
+                 for arm, group in ARMS.items()}
+        return floating, FreeFloatingArmController(
+            floating, {arm: floating.group(group) for arm, group in ARMS.items()},
+            {arm: f"{arm}_hand" for arm in ARMS}, job_arm=c.job_arm, rows=c.free_floating_rows,
+            acceleration_limits=accel, position_margin=c.position_margin_rad)
+    model = RobotModel(c.urdf_path or str(urdf_path("humanoid")), world_frame="W",
+                       gravity=c.gravity_m_s2)
+    feet = FootLayout.seed()
+    polygon = feet.support_polygon(model).update(feet.soles_in_world(model, model.neutral()))
+    return model, GroundArmController(
+        model, job_arm=c.job_arm, selection=c.selection, secondary=c.secondary,
+        reference_point=c.reference_point, friction_coefficient=c.friction_coefficient,
+        foot_distance=c.foot_distance_m, damping_threshold=c.damping_threshold,
+        max_damping=c.max_damping, position_margin=c.position_margin_rad,
+        support_polygon=polygon, aux_posture=c.aux_posture_rad,
+        posture_gain=c.aux_posture_gain_1_s, posture_speed=c.aux_posture_speed_rad_s,
+        posture_acceleration=c.aux_posture_acceleration_rad_s2)

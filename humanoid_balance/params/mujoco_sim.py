@@ -6,16 +6,23 @@ physics steps: ``real_time_factor`` paces the next step, ``command_timeout``
 and ``hold_deceleration`` act on the next step's targets,
 ``lock_step_timeout`` bounds the next period's wait, and ``inclinometer_rate``
 sets the next inclinometer sample. The others are refused with the reason (restart the node to change them).
+
+:func:`config_from_values` turns the values into the typed :class:`MujocoSimConfig` that
+the simulation runner (:class:`~humanoid_balance.sim.runner.SimRunner`) takes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from humanoid_balance.exceptions import ConfigurationError
 from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.sim.lock_step import LockStepTopic, parse_lock_step_topics
 
-__all__ = ["MODELS", "SPEC", "YAML_HEADER"]
+__all__ = ["DYNAMIC_FIELDS", "JOINT_STATE_TYPE", "MODELS", "SPEC", "YAML_HEADER",
+           "MujocoSimConfig", "config_from_values"]
 
 #: model -> its default gravity [m/s^2] (``gravity`` < 0 picks it)
 MODELS: dict[str, float] = {"humanoid": 9.81, "lunar_arm": 9.81, "space_robot": 0.0}
@@ -111,3 +118,113 @@ SPEC = ParamSpec("mujoco_sim", [
           "steps on and counts a miss", "s", minimum=0.0, exclusive_minimum=True, maximum=60.0,
           dynamic=True),
 ], cross_check=_consistent, lifecycle=False)
+
+
+#: the command topics' message type (a lock-step topic that is also a command topic has it)
+JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
+
+
+@dataclass(frozen=True)
+class MujocoSimConfig:
+    """The ``mujoco_sim`` parameters, typed and in SI units (see :data:`SPEC` for each).
+
+    Attributes:
+        model: a key of :data:`MODELS`.
+        urdf_path: the model's URDF (None: the package's).
+        gravity_m_s2: gravity along -z [m/s^2] (None: the model's default).
+        timestep_s: physics step [s].
+        integrator: MuJoCo's integrator (``implicitfast``, ``rk4``).
+        real_time_factor: simulation time per wall time (0: as fast as possible); dynamic.
+        publish_rate_hz: sensors and ``/clock`` [Hz] (0: every step).
+        clock_rate_hz: ``/clock`` when slower than the sensors [Hz] (0: with every publish).
+        command_topics: the JointState command topics.
+        sensor_noise: noise scale (0 noise-free, 1 nominal).
+        joint_friction_n_m: Coulomb friction of every joint [N m].
+        friction: foot-floor friction coefficient.
+        seed: seed of the sensor noise.
+        initial_positions_rad: joints that start away from zero, name -> position [rad].
+        duration_s: stop after this much simulation time [s] (0: run until stopped).
+        command_timeout_s: a joint whose last command is older holds [s]; dynamic.
+        command_latency_s: a stamped command acts this long after its stamp [s].
+        hold_deceleration_rad_s2: a holding joint's commanded velocity decelerates at this
+            [rad/s^2]; dynamic.
+        inclinometer_rate_hz: the inclinometer's samples [Hz] (0: every publish); dynamic.
+        tf_rate_hz: ``/tf`` [Hz] (0: none).
+        diagnostics_rate_hz: ``/diagnostics`` [Hz].
+        lock_step: each publish period waits for the answers on :attr:`lock_step_topics`.
+        lock_step_topics: the topics waited for (parsed even when not in lock-step).
+        lock_step_timeout_s: wall time a period waits at most [s]; dynamic.
+    """
+
+    model: str
+    urdf_path: str | None
+    gravity_m_s2: float | None
+    timestep_s: float
+    integrator: str
+    real_time_factor: float
+    publish_rate_hz: float
+    clock_rate_hz: float
+    command_topics: tuple[str, ...]
+    sensor_noise: float
+    joint_friction_n_m: float
+    friction: float
+    seed: int
+    initial_positions_rad: tuple[tuple[str, float], ...]
+    duration_s: float
+    command_timeout_s: float
+    command_latency_s: float
+    hold_deceleration_rad_s2: float
+    inclinometer_rate_hz: float
+    tf_rate_hz: float
+    diagnostics_rate_hz: float
+    lock_step: bool
+    lock_step_topics: tuple[LockStepTopic, ...]
+    lock_step_timeout_s: float
+
+    @classmethod
+    def defaults(cls, **changes: Any) -> MujocoSimConfig:
+        """The spec's defaults, with ``changes`` (field names) applied."""
+        return replace(config_from_values(SPEC.defaults()), **changes)
+
+    def with_dynamic(self, other: MujocoSimConfig) -> MujocoSimConfig:
+        """This config with the dynamic fields (:data:`DYNAMIC_FIELDS`) of ``other``."""
+        return replace(self, **{name: getattr(other, name) for name in DYNAMIC_FIELDS})
+
+
+#: the fields of :class:`MujocoSimConfig` that change while the simulation runs
+DYNAMIC_FIELDS = ("real_time_factor", "command_timeout_s", "hold_deceleration_rad_s2",
+                  "inclinometer_rate_hz", "lock_step_timeout_s")
+
+
+def config_from_values(values: Mapping[str, Any]) -> MujocoSimConfig:
+    """The typed config of the parameter ``values`` (validated by :data:`SPEC`).
+
+    Raises:
+        ConfigurationError: a value the spec refuses, a malformed ``lock_step_topics``
+            entry, or a lock-step topic that is also a command topic of another type.
+    """
+    v = SPEC.coerce_all({**SPEC.defaults(), **values})
+    names = [n for n in v["initial_joint_names"] if n]
+    command_topics = tuple(str(t) for t in v["command_topics"] if t)
+    lock_topics = tuple(parse_lock_step_topics(list(v["lock_step_topics"])))
+    for topic in lock_topics:
+        if topic.topic in command_topics and topic.type_name != JOINT_STATE_TYPE:
+            raise ConfigurationError(
+                f"{topic.topic} is a command topic ({JOINT_STATE_TYPE}) and a lock-step topic "
+                f"of type {topic.type_name}: give it one type")
+    return MujocoSimConfig(
+        model=str(v["model"]), urdf_path=str(v["urdf_path"]) or None,
+        gravity_m_s2=None if v["gravity"] < 0 else float(v["gravity"]),
+        timestep_s=float(v["timestep"]), integrator=str(v["integrator"]),
+        real_time_factor=float(v["real_time_factor"]), publish_rate_hz=float(v["publish_rate"]),
+        clock_rate_hz=float(v["clock_rate"]), command_topics=command_topics,
+        sensor_noise=float(v["sensor_noise"]), joint_friction_n_m=float(v["joint_friction"]),
+        friction=float(v["friction"]), seed=int(v["seed"]),
+        initial_positions_rad=tuple((n, float(q)) for n, q in zip(
+            names, v["initial_joint_positions"], strict=True)) if names else (),
+        duration_s=float(v["duration"]), command_timeout_s=float(v["command_timeout"]),
+        command_latency_s=float(v["command_latency"]),
+        hold_deceleration_rad_s2=float(v["hold_deceleration"]),
+        inclinometer_rate_hz=float(v["inclinometer_rate"]), tf_rate_hz=float(v["tf_rate"]),
+        diagnostics_rate_hz=float(v["diagnostics_rate"]), lock_step=bool(v["lock_step"]),
+        lock_step_topics=lock_topics, lock_step_timeout_s=float(v["lock_step_timeout"]))

@@ -8,12 +8,19 @@ read at configure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from humanoid_balance.params import Param, ParamSpec
 
-__all__ = ["SPEC", "YAML_HEADER", "simulated_drives_problem"]
+if TYPE_CHECKING:
+    from humanoid_balance.waist.config import WaistServoConfig
+    from humanoid_balance.waist.loop import ThreadTiming
+
+__all__ = ["SPEC", "YAML_HEADER", "WaistControllerConfig", "config_from_values",
+           "simulated_drives_problem"]
 
 YAML_HEADER = """\
 waist_controller: differential waist RMRC over CAN with the three-loop servo (seed 003)
@@ -122,9 +129,84 @@ SPEC = ParamSpec("waist_controller", [
     Param("servo_priority", 50, "SCHED_FIFO priority of the servo thread (0 = normal "
           "scheduling; needs an rtprio limit or CAP_SYS_NICE, else a warning)", minimum=0.0,
           maximum=99.0),
+    Param("executor_priority", 30, "SCHED_FIFO priority of the thread that runs the node's "
+          "callbacks (/diagnostics, /waist/motor_states, commands, services), set at configure, "
+          "below the servo's and arm_balance's 40 (0 = normal scheduling; needs an rtprio limit "
+          "or CAP_SYS_NICE, else a warning; at 0 its 10 Hz /diagnostics came up to 5.4 periods "
+          "apart at load 12-19)", minimum=0.0, maximum=99.0),
     Param("simulated_drives", False, "host simulated drives on the virtual channel "
           "(simulation; needs can.interface virtual)"),
     Param("urdf_path", "", "simulated_drives: the humanoid whose upper body they carry; empty: "
           "the package's"),
 ], cross_check=_cross_check)
 
+
+
+@dataclass(frozen=True)
+class WaistControllerConfig:
+    """The ``waist_controller`` node's parameters, typed (SI units, radians).
+
+    Attributes:
+        servo: the controller's tunables (geometry, gains, rates, timeouts, limits, bit rate).
+        thread: the servo thread's spin margin, GIL switch interval and publishing rate.
+        can_interface: python-can interface (``socketcan``, ``virtual``).
+        can_channel: its channel.
+        diagnostics_rate_hz: ``/waist/motor_states`` and ``/diagnostics`` [Hz].
+        servo_priority: SCHED_FIFO priority of the servo thread (0: normal scheduling).
+        executor_priority: SCHED_FIFO priority of the callbacks' thread (0: normal scheduling).
+        simulated_drives: host simulated drives on the virtual channel.
+        urdf_path: the humanoid whose upper body they carry ("": the package's).
+    """
+
+    servo: WaistServoConfig
+    thread: ThreadTiming
+    can_interface: str
+    can_channel: str
+    diagnostics_rate_hz: float
+    servo_priority: int
+    executor_priority: int
+    simulated_drives: bool
+    urdf_path: str
+
+
+def config_from_values(values: Mapping[str, Any]) -> WaistControllerConfig:
+    """The typed configuration of a full set of parameter values (checked by :data:`SPEC`;
+    degrees turned into radians once).
+
+    Raises:
+        ConfigurationError: values the spec or the controller refuse, with the reason.
+    """
+    from humanoid_balance.core.servo import ServoGains
+    from humanoid_balance.core.waist_kinematics import DifferentialWaist
+    from humanoid_balance.waist.config import WaistServoConfig
+    from humanoid_balance.waist.loop import ThreadTiming
+
+    v = SPEC.coerce_all(values)
+    pitch = tuple(math.radians(x) for x in v["pitch_limits"])
+    roll = tuple(math.radians(x) for x in v["roll_limits"])
+    waist = DifferentialWaist(gear_ratio_pitch=v["gear_ratio_pitch"],
+                              gear_ratio_roll=v["gear_ratio_roll"],
+                              pitch_limits_rad=(pitch[0], pitch[1]),
+                              roll_limits_rad=(roll[0], roll[1]))
+    dt = 1.0 / v["servo_rate"]
+    gains = ServoGains(kp=v["kp"], kv=v["kv"], ki=v["ki"], dt=dt, current_limit_a=v["current_limit"],
+                       current_unit_a=v["current_unit"])
+    ids = v["motor_ids"]
+    servo = WaistServoConfig(
+        waist=waist, gains=gains, outer_rate_hz=v["outer_rate"], outer_gain_per_s=v["outer_gain"],
+        motor_ids=(ids[0], ids[1]), command_timeout_s=v["command_timeout"],
+        feedback_timeout_s=v["feedback_timeout"],
+        inclinometer_timeout_s=v["inclinometer_timeout"],
+        homing_tolerance_rad=math.radians(v["homing_tolerance"]), limit_policy=v["limit_policy"],
+        bitrate=v["can.bitrate"], velocity_limit_rad_s=math.radians(v["velocity_limit"]),
+        acceleration_limit_rad_s2=math.radians(v["acceleration_limit"]),
+        droop_gain_per_s=v["droop_gain"])
+    thread = ThreadTiming(spin_margin_s=v["spin_margin"],
+                          gil_switch_interval_s=v["gil_switch_interval"],
+                          publish_every=max(1, round(servo.servo_rate_hz / v["publish_rate"])))
+    return WaistControllerConfig(
+        servo=servo, thread=thread, can_interface=v["can.interface"],
+        can_channel=v["can.channel"], diagnostics_rate_hz=v["diagnostics_rate"],
+        servo_priority=v["servo_priority"], executor_priority=v["executor_priority"],
+        simulated_drives=v["simulated_drives"],
+        urdf_path=v["urdf_path"])

@@ -11,11 +11,13 @@ subscriptions are read at start-up.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from humanoid_balance.core.foot_layout import FootLayout
 from humanoid_balance.params import Param, ParamSpec
 
-__all__ = ["SPEC", "YAML_HEADER"]
+__all__ = ["SPEC", "YAML_HEADER", "ZmpEstimatorConfig", "config_from_values"]
 
 YAML_HEADER = """\
 zmp_estimator for the seed humanoid (ROS 2 parameter file).
@@ -91,3 +93,64 @@ SPEC = ParamSpec("zmp_estimator", [
     *_side_params("left"),
     *_side_params("right"),
 ], cross_check=_cross_check, lifecycle=False)
+
+
+@dataclass(frozen=True)
+class ZmpEstimatorConfig:
+    """``zmp_estimator``'s parameters, typed, in SI units (see :data:`SPEC` for each).
+
+    Attributes:
+        sensor_type: ``ft`` or ``fsr`` (:mod:`humanoid_balance.core.foot_sensors`).
+        feet: the soles', contact and FSR frames (``{side}.sole_frame``,
+            ``{side}.contact_frames``, ``{side}.fsr_frames``).
+        sensor_frames: side -> the F/T sensor's URDF frame (``{side}.sensor_frame``).
+        foot_links: side -> the link below the sensor (``{side}.foot_link``).
+        publish_rate_hz: 0: every joined sample; marker_rate_hz: 0: no markers.
+    """
+
+    sensor_type: str
+    contact_threshold_n: float
+    contact_hysteresis_n: float
+    gravity_m_s2: float
+    urdf_path: str
+    balance_frame: str
+    world_frame_id: str
+    publish_rate_hz: float
+    marker_rate_hz: float
+    diagnostics_rate_hz: float
+    sync_tolerance_s: float
+    joint_state_wait_s: float
+    joint_state_timeout_s: float
+    sensor_timeout_s: float
+    future_tolerance_s: float
+    zero_window_s: float
+    zero_max_load_n: float
+    margin_warn_m: float
+    margin_error_m: float
+    best_effort_sensors: bool
+    feet: FootLayout
+    sensor_frames: dict[str, str] = field(default_factory=dict)
+    foot_links: dict[str, str] = field(default_factory=dict)
+
+
+def config_from_values(values: Mapping[str, Any]) -> ZmpEstimatorConfig:
+    """The typed config of parameter values (the spec's defaults for those not given).
+
+    Raises:
+        ConfigurationError: a value the spec refuses, with the reason.
+    """
+    v = SPEC.coerce_all({**SPEC.defaults(), **values})
+    return ZmpEstimatorConfig(
+        sensor_type=v["sensor_type"], contact_threshold_n=v["contact_threshold"],
+        contact_hysteresis_n=v["contact_hysteresis"], gravity_m_s2=v["gravity"],
+        urdf_path=v["urdf_path"], balance_frame=v["balance_frame"],
+        world_frame_id=v["world_frame_id"], publish_rate_hz=v["publish_rate"],
+        marker_rate_hz=v["marker_rate"], diagnostics_rate_hz=v["diagnostics_rate"],
+        sync_tolerance_s=v["sync_tolerance"], joint_state_wait_s=v["joint_state_wait"],
+        joint_state_timeout_s=v["joint_state_timeout"], sensor_timeout_s=v["sensor_timeout"],
+        future_tolerance_s=v["future_tolerance"], zero_window_s=v["zero_window"],
+        zero_max_load_n=v["zero_max_load"], margin_warn_m=v["margin_warn"],
+        margin_error_m=v["margin_error"], best_effort_sensors=v["best_effort_sensors"],
+        feet=FootLayout.from_zmp_values(v),
+        sensor_frames={s: v[f"{s}.sensor_frame"] for s in SIDES},
+        foot_links={s: v[f"{s}.foot_link"] for s in SIDES})

@@ -253,20 +253,12 @@ class MujocoRobotSim:
             and needs a step short against the servos' damping (0.25 ms here).
     """
 
-    def __init__(
-        self,
-        urdf_path: str | Path,
-        *,
-        floating_base: bool = False,
-        timestep: float = 0.001,
-        gravity: float = 9.81,
-        joint_friction: float = 0.0,
-        joint_position_noise: float = 0.0,
-        seed: int = 0,
-        gains: Sequence[tuple[str, ServoGains]] = GENERIC_GAINS,
-        acceleration_limits: Mapping[str, float] | None = None,
-        integrator: str = "implicitfast",
-    ) -> None:
+    def __init__(self, urdf_path: str | Path, *, floating_base: bool = False,
+                 timestep: float = 0.001, gravity: float = 9.81, joint_friction: float = 0.0,
+                 joint_position_noise: float = 0.0, seed: int = 0,
+                 gains: Sequence[tuple[str, ServoGains]] = GENERIC_GAINS,
+                 acceleration_limits: Mapping[str, float] | None = None,
+                 integrator: str = "implicitfast") -> None:
         if integrator not in INTEGRATORS:
             raise InvalidInputError(
                 f"integrator={integrator!r}: expected one of {sorted(INTEGRATORS)}")
@@ -280,22 +272,47 @@ class MujocoRobotSim:
         self.joint_position_noise = joint_position_noise
         self._rng = np.random.default_rng(seed)
         self._gains = tuple(gains)
+        self.integrator = integrator
+        spec = self._servoed_spec(timestep, gravity, joint_friction)
+        self._customize(spec)
+        try:
+            self.model = spec.compile()
+        except ValueError as exc:
+            raise SimulationError(f"MuJoCo cannot compile {self.urdf_path.name}: {exc}") from exc
+        self.spec = spec
+        self.data = mujoco.MjData(self.model)
+        self._index_joints()
+        self._bounds_cache: dict[tuple[str, ...], _Bounds] = {}
+        if acceleration_limits:
+            self.set_acceleration_limits(acceleration_limits)
+        self.total_mass = float(np.sum(self.model.body_mass))
+        self._after_compile()
+        self.reset()
+        if integrator == "rk4":
+            self._check_rk4_step()
+        # the step's kernel compiled (or loaded from numba's cache) now, on copies, not in a step
+        _servo_step(self._goal_q.copy(), self._target_q.copy(), self._target_qd.copy(),
+                    self._target_u.copy(), self._lower, self._upper, self._max_move,
+                    self._limited_idx, self._limited_change, self._limited_step,
+                    self._limited_max_move, self._kv_over_kp, self.data.ctrl.copy(),
+                    self.timestep, True)
+
+    def _servoed_spec(self, timestep: float, gravity: float, joint_friction: float) -> mujoco.MjSpec:
+        """The URDF's spec with the options, the root freed for a floating base, and a PD
+        servo on every revolute joint (sets :attr:`root_body` and :attr:`joint_names`)."""
         spec = load_spec(self.urdf_path)
         spec.option.timestep = timestep
         spec.option.gravity = [0.0, 0.0, -gravity]
-        spec.option.integrator = INTEGRATORS[integrator]
-        self.integrator = integrator
+        spec.option.integrator = INTEGRATORS[self.integrator]
         roots = [b for b in spec.bodies if b.parent is not None and b.parent.name == "world"]
         if len(roots) != 1:
             raise ModelFileError(str(self.urdf_path), f"expected one root link, found {len(roots)}")
         self.root_body: str = roots[0].name
-        if floating_base:
+        if self.floating_base:
             roots[0].add_freejoint(name="root")
-        self.joint_names: tuple[str, ...] = tuple(
-            j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE)
-        for joint in spec.joints:
-            if joint.type != mujoco.mjtJoint.mjJNT_HINGE:
-                continue
+        hinges = [j for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_HINGE]
+        self.joint_names: tuple[str, ...] = tuple(j.name for j in hinges)
+        for joint in hinges:
             g = gains_for(joint.name, self._gains)
             joint.armature = g.armature
             joint.frictionloss = joint_friction
@@ -309,25 +326,23 @@ class MujocoRobotSim:
             if effort > 0:
                 act.forcelimited = True
                 act.forcerange = [-effort, effort]
-        self._customize(spec)
-        try:
-            self.model = spec.compile()
-        except ValueError as exc:
-            raise SimulationError(f"MuJoCo cannot compile {self.urdf_path.name}: {exc}") from exc
-        self.spec = spec
-        self.data = mujoco.MjData(self.model)
+        return spec
+
+    def _index_joints(self) -> None:
+        """The joints' addresses, servo gains, limits and (zero) servo targets in the model."""
         m = self.model
+        n = len(self.joint_names)
         # read once: every step needs it, and the binding's attribute read costs as much as a
         # numpy call (the timestep is the spec's, fixed here)
         self._timestep = float(m.opt.timestep)
-        jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names])
+        jid = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.joint_names])
         self._qadr = m.jnt_qposadr[jid]
         self._dadr = m.jnt_dofadr[jid]
-        servo = [gains_for(n, self._gains) for n in self.joint_names]
+        servo = [gains_for(j, self._gains) for j in self.joint_names]
         #: each joint's servo damping [N m s/rad] and its ratio to the stiffness [s]
         self._kv = np.array([g.kv for g in servo])
         self._kv_over_kp = self._kv / np.array([g.kp for g in servo])
-        self._index = {n: i for i, n in enumerate(self.joint_names)}
+        self._index = {j: i for i, j in enumerate(self.joint_names)}
         limited = m.jnt_limited[jid].astype(bool)
         self._lower = np.where(limited, m.jnt_range[jid, 0], -np.inf)
         self._upper = np.where(limited, m.jnt_range[jid, 1], np.inf)
@@ -336,33 +351,15 @@ class MujocoRobotSim:
         #: the largest move of a target in a step [rad] (the velocity limit times the step)
         self._max_move = self.velocity_limit_rad_s * self._timestep
         #: the servo targets' acceleration limits [rad/s^2] (inf: none)
-        self.acceleration_limit_rad_s2 = np.full(len(self.joint_names), np.inf)
+        self.acceleration_limit_rad_s2 = np.full(n, np.inf)
         self._limited_idx = np.zeros(0, dtype=int)
         self._limited_change = self._limited_step = self._limited_max_move = np.zeros(0)
         #: a limited joint's target may be off its goal's path (a command or brake came since
         #: the targets last settled on it): the ramp runs until they do
         self._ramping = False
-        self._bounds_cache: dict[tuple[str, ...], _Bounds] = {}
-        if acceleration_limits:
-            self.set_acceleration_limits(acceleration_limits)
-        self.total_mass = float(np.sum(m.body_mass))
-        self._target_q = np.zeros(len(self.joint_names))
-        self._goal_q = np.zeros(len(self.joint_names))
-        self._target_qd = np.zeros(len(self.joint_names))
-        #: the target's velocity [rad/s] the last step (acceleration-limited joints: the servo's
-        #: velocity feed-forward)
-        self._target_u = np.zeros(len(self.joint_names))
-        self._after_compile()
-        self.reset()
-        if integrator == "rk4":
-            self._check_rk4_step()
-        # the step's kernel compiled now (or loaded from numba's cache), not in the first
-        # step: a call on copies
-        _servo_step(self._goal_q.copy(), self._target_q.copy(), self._target_qd.copy(),
-                    self._target_u.copy(), self._lower, self._upper, self._max_move,
-                    self._limited_idx, self._limited_change, self._limited_step,
-                    self._limited_max_move, self._kv_over_kp, self.data.ctrl.copy(),
-                    self.timestep, True)
+        self._target_q, self._goal_q, self._target_qd = np.zeros(n), np.zeros(n), np.zeros(n)
+        #: the target's velocity [rad/s] last step (limited joints: the velocity feed-forward)
+        self._target_u = np.zeros(n)
 
     def _check_rk4_step(self) -> None:
         """Refuse an RK4 step the servos' damping makes unstable.
@@ -539,11 +536,6 @@ class MujocoRobotSim:
             if len(self._bounds_cache) < 64:  # a few publishers' name lists
                 self._bounds_cache[key] = bounds
         return bounds
-
-    @property
-    def target_velocities(self) -> np.ndarray:
-        """The commanded velocity of every joint [rad/s] (a copy, in :attr:`joint_names` order)."""
-        return self._target_qd.copy()
 
     def brake_targets(self, joints: np.ndarray, max_change_rad_s: float) -> None:
         """Bring the commanded velocities of ``joints`` toward rest by at most ``max_change_rad_s``.

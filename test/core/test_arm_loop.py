@@ -9,7 +9,6 @@ import pytest
 
 from humanoid_balance.core.arm_controller import GroundArmController
 from humanoid_balance.core.arm_loop import (
-    CLOCK_BACK_TOLERANCE_S,
     CLOCK_PROBLEM_S,
     ArmLoop,
     ArmLoopConfig,
@@ -19,8 +18,9 @@ from humanoid_balance.core.arm_loop import (
     LoopState,
     MeasuredMargin,
     MeasuredState,
-    stamp_problem,
+    joint_state_stamp_problem,
 )
+from humanoid_balance.core.freshness import CLOCK_BACK_TOLERANCE_S
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.exceptions import ConfigurationError
 from humanoid_balance.resources import urdf_path
@@ -134,8 +134,7 @@ def test_a_held_loop_sends_nothing_new(model: RobotModel) -> None:
 def test_stop_decelerates_within_the_acceleration_limits(model: RobotModel) -> None:
     """stop() (deactivate) ramps the velocities to zero within each joint's acceleration limit."""
     rig = Rig(model)
-    rig.run(200, {"right_shoulder_pitch": -1.7, "right_elbow": 1.0})
-    moving = rig.loop._cmd_v.copy()
+    moving = rig.run(200, {"right_shoulder_pitch": -1.7, "right_elbow": 1.0}).velocity.copy()
     holds = rig.loop.stop("deactivated")
     velocities = np.vstack([moving, *[h.velocity for h in holds]])
     assert holds[-1].stopped and rig.loop.state is LoopState.HELD
@@ -328,11 +327,10 @@ def test_config_refuses_non_finite_or_inverted_guard_margins(bad: dict[str, floa
 
 def _both_margins(model: RobotModel) -> tuple[GroundArmController, object]:
     """arm_balance's controller as the node builds it, and zmp_estimator's estimator with its polygon."""
-    from humanoid_balance.core.arm_loop import controller_from_parameters
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
-    from humanoid_balance.params.arm_balance import SPEC
+    from humanoid_balance.params.arm_balance import build_controller, config_from_values
 
-    _, controller = controller_from_parameters(SPEC.coerce_all(SPEC.defaults()))
+    _, controller = build_controller(config_from_values({}))
     estimator = humanoid_zmp_estimator(model)
     estimator.support.update_at(model, model.neutral())  # both feet down, standing
     assert isinstance(controller, GroundArmController)
@@ -533,12 +531,12 @@ def test_lock_step_refuses_unstamped_joint_states_but_a_simulation_s_t0(model: R
     """trigger joint_states: stamp 0 cannot mark a period (refused, named) unless the node clock
     is the simulation's at t = 0; timer mode times it on arrival."""
     config = ArmLoopConfig()
-    assert stamp_problem(0, None, config, lock_step=True) == (
+    assert joint_state_stamp_problem(0, None, config, lock_step=True) == (
         "joint states unstamped (stamp 0): trigger joint_states needs each joint state stamped "
         "with its period; ignored (stamp them, or use trigger: timer)")
-    assert stamp_problem(0, 10**12, config, lock_step=True) is not None
-    assert stamp_problem(0, 0, config, lock_step=True) is None  # use_sim_time, before time runs
-    assert stamp_problem(0, 10**12, config) is None
+    assert joint_state_stamp_problem(0, 10**12, config, lock_step=True) is not None
+    assert joint_state_stamp_problem(0, 0, config, lock_step=True) is None  # use_sim_time, before time runs
+    assert joint_state_stamp_problem(0, 10**12, config) is None
 
 
 def test_restart_starts_from_the_measured_positions(model: RobotModel) -> None:
@@ -560,3 +558,38 @@ def test_restart_starts_from_the_measured_positions(model: RobotModel) -> None:
     measured = rig.positions[rig.state.index(out.names)]
     assert np.array_equal(out.position, measured)
     assert np.all(np.abs(out.velocity) <= _accelerations(out.names) * PERIOD + 1e-12)
+
+
+# --- the loop's config and controller from arm_balance's parameters ---------------------------------
+
+
+def test_config_from_values_converts_units_once() -> None:
+    """arm_balance's parameters become a typed config: degrees to radians, the secondary rows
+    parsed, the loop's tunables with their units; an invalid value is refused with the spec's
+    reason."""
+    from humanoid_balance.params.arm_balance import config_from_values
+
+    config = config_from_values({"aux_posture": [90.0, 0.0, 0.0, 45.0, 0.0, 0.0, -90.0],
+                                 "secondary": " Lz, Pz ", "joint_state_timeout": 0.2,
+                                 "guard_slow_margin": 0.05, "rate": 250.0})
+    assert config.aux_posture_rad == pytest.approx((math.pi / 2, 0, 0, math.pi / 4, 0, 0,
+                                                    -math.pi / 2), abs=1e-15)
+    assert config.secondary == ("Lz", "Pz") and config.selection == ("Lx", "Ly")
+    assert config.loop_config() == ArmLoopConfig(
+        rate_hz=250.0, joint_state_timeout_s=0.2, job_input_timeout_s=0.1, margin_timeout_s=0.1,
+        guard_slow_margin_m=0.05, guard_hold_margin_m=0.01, base_pose_source="/base_pose")
+    with pytest.raises(ConfigurationError, match="must be below guard_slow_margin"):
+        config_from_values({"guard_hold_margin": 0.05})
+
+
+def test_ground_controller_takes_the_feet_from_the_foot_layout(model: RobotModel) -> None:
+    """mode ground: the model ZMP's polygon is the seed foot layout's contact hull at the standing
+    pose (the hull of the FSR pads the zmp_estimator uses), vertex for vertex."""
+    from humanoid_balance.core.foot_layout import FootLayout
+    from humanoid_balance.params.arm_balance import build_controller, config_from_values
+
+    _, controller = build_controller(config_from_values({}))
+    assert isinstance(controller, GroundArmController) and controller.support_polygon is not None
+    feet = FootLayout.seed()
+    hull = feet.support_polygon(model).update(feet.soles_in_world(model, model.neutral()))
+    assert np.array_equal(controller.support_polygon.vertices, hull)

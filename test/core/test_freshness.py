@@ -5,8 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from humanoid_balance.core.freshness import (CLOCK_BACK_TOLERANCE_S, ClockWatch, age_problem,
-                                             is_fresh, stamp_problem)
+from humanoid_balance.core.freshness import (
+    CLOCK_BACK_TOLERANCE_S,
+    ClockWatch,
+    age_problem,
+    is_fresh,
+    stamp_problem,
+)
 
 
 def test_fresh_within_timeout_and_tolerance_only():

@@ -1,4 +1,5 @@
-"""SampleSynchronizer and StampedBuffer: pairs by stamp, independent of arrival order."""
+"""SampleSynchronizer, ArrivalPairer and StampedBuffer: pairs by stamp independent of arrival
+order, unstamped samples in arrival order, the joint state of a stamp."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import itertools
 
 import pytest
 
-from humanoid_balance.core.sync import SampleSynchronizer, StampedBuffer
+from humanoid_balance.core.sync import ArrivalPairer, SampleSynchronizer, StampedBuffer
 from humanoid_balance.exceptions import ConfigurationError
 
 MS = 1_000_000
@@ -116,3 +117,68 @@ def test_buffer_restarts_when_time_goes_back() -> None:
     buffer.push(10 * MS, 1)
     buffer.push(2 * MS, 2)
     assert len(buffer) == 1 and buffer.at_or_before(10 * MS) == (2 * MS, 2)
+
+
+# --- ArrivalPairer: the FSR arrays' join ---------------------------------------------------
+
+
+def _joined_skews(lost: set[int], batches: int = 1,
+                  periods: int = 2000) -> tuple[list[int], ArrivalPairer]:
+    """Both feet's arrays every 1 ms (payload: its period), the right's of ``lost`` never
+    arriving, each foot's delivered in batches of ``batches`` periods (one foot's batch before
+    the other's); the left-minus-right period of every join, and the pairer."""
+    pairer = ArrivalPairer(("left", "right"), max_age_ns=100 * MS)
+    skews = []
+    for start in range(0, periods, batches):
+        for side in ("left", "right"):
+            for k in range(start, start + batches):
+                if side == "right" and k in lost:
+                    continue
+                joined = pairer.push(side, (start + batches) * MS, k)
+                if joined is not None:
+                    skews.append(joined.samples["left"][1] - joined.samples["right"][1])
+    return skews, pairer
+
+
+def test_lost_arrays_of_one_foot_are_resynchronised() -> None:
+    """40 right arrays lost: the joins are 40 periods apart only until RESYNC_JOINS joins in a
+    row left the left foot's arrays waiting, then period with period again (before: 40 ms apart
+    for as long as the stream ran)."""
+    skews, pairer = _joined_skews(set(range(100, 140)))
+    assert skews[:100] == [0] * 100
+    shifted = [s for s in skews if s != 0]
+    assert shifted == [-40] * ArrivalPairer.RESYNC_JOINS  # the left array 40 periods older
+    assert skews[-1000:] == [0] * 1000
+    assert pairer.resyncs == 1 and pairer.dropped == 40
+
+
+def test_batches_of_one_foot_before_the_other_are_no_loss() -> None:
+    """Each foot's arrays handed over in batches of 20 (the left's first): every array is joined
+    with the other foot's of its period, nothing dropped, no resynchronisation."""
+    skews, pairer = _joined_skews(set(), batches=20)
+    assert len(skews) == 2000 and set(skews) == {0}
+    assert pairer.resyncs == 0 and pairer.dropped == 0
+
+
+def test_arrivals_pair_stamped_with_the_later_one() -> None:
+    """A pair takes the later arrival as its stamp; a sample older than max_age is dropped."""
+    pairer = ArrivalPairer(("left", "right"), max_age_ns=10 * MS)
+    assert pairer.push("left", 1 * MS, "a") is None
+    joined = pairer.push("right", 3 * MS, "b")
+    assert joined is not None and joined.stamp_ns == 3 * MS
+    assert joined.samples == {"left": (1 * MS, "a"), "right": (3 * MS, "b")}
+    pairer.push("left", 4 * MS, "c")
+    assert pairer.push("right", 15 * MS, "d") is None  # "c" waited 11 ms: dropped
+    assert pairer.dropped == 1
+
+
+def test_set_limits_changes_what_each_joiner_uses() -> None:
+    """set_limits: the synchronizer takes the tolerance, the pairer the longest wait."""
+    sync = SampleSynchronizer(("left", "right"), 0)
+    sync.set_limits(tolerance_ns=MS, max_age_ns=5 * MS)
+    sync.push("left", 0, None)
+    assert sync.push("right", MS, None) is not None
+    pairer = ArrivalPairer(("left", "right"), max_age_ns=MS)
+    pairer.set_limits(tolerance_ns=0, max_age_ns=50 * MS)
+    pairer.push("left", 0, None)
+    assert pairer.push("right", 40 * MS, None) is not None

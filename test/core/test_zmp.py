@@ -1,23 +1,21 @@
-"""core/zmp.py against seed 001's equations, hand-worked cases and an independent CoP."""
+"""core/zmp.py and core/foot_sensors.py against seed 001's equations, hand-worked cases and an
+independent CoP: each equation checked on the function the estimator runs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from humanoid_balance.core.foot_sensors import FsrSensors, FtSensors
 from humanoid_balance.core.model import RobotModel
+from humanoid_balance.core.support import convex_hull, signed_distance
 from humanoid_balance.core.zmp import (
     ContactDetector,
     FootGeometry,
     FootSample,
     ZmpEstimator,
-    combine_feet,
     foot_geometry_from_model,
-    stability_margin,
-    support_polygon,
-    zmp_from_force_sensors,
-    zmp_from_ft_sensor,
-    zmp_from_wrench,
+    zmp_of_total_wrench,
 )
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 from humanoid_balance.resources import urdf_path
@@ -43,13 +41,24 @@ def _wrench_at(point: np.ndarray, forces: np.ndarray, points: np.ndarray) -> tup
     return forces.sum(axis=0), np.cross(points - point, forces).sum(axis=0)
 
 
+def _ft_zmp(sensor_in_sole: np.ndarray, force: np.ndarray, torque: np.ndarray) -> np.ndarray:
+    """(p_x, p_y) on the sole of FtSensors.ground_wrench (what the estimator runs), no weight."""
+    sensors = FtSensors({"left": FootGeometry(sensor_in_sole, SOLE)})
+    return np.array(sensors.ground_wrench("left", FootSample(np.eye(4), force, torque), [0.0] * 6)[6:])
+
+
+def _weighted_mean(points: list[np.ndarray], forces: list[float]) -> np.ndarray:
+    """Eq. 3.27 as printed: the feet's ZMPs weighted by their normal forces."""
+    return sum(f * p for p, f in zip(points, forces, strict=True)) / sum(forces)
+
+
 def test_ft_sensor_on_the_sole_axis_is_kajitas_eq_3_25() -> None:
     """Sensor d above the sole: px = (-ty - fx d)/fz, py = (tx - fy d)/fz (hand-worked numbers)."""
     d = 0.05
     f = np.array([10.0, -4.0, 300.0])
     t = np.array([6.0, -9.0, 1.0])
-    zmp = zmp_from_ft_sensor(f, t, _translation(0, 0, d))
-    assert zmp == pytest.approx([(9.0 - 10.0 * d) / 300.0, (6.0 + 4.0 * d) / 300.0, 0.0])
+    zmp = _ft_zmp(_translation(0, 0, d), f, t)
+    assert zmp == pytest.approx([(9.0 - 10.0 * d) / 300.0, (6.0 + 4.0 * d) / 300.0])
 
 
 def test_ft_sensor_5_cm_up_2_cm_aside_equals_the_cop_of_the_contact_forces() -> None:
@@ -62,29 +71,26 @@ def test_ft_sensor_5_cm_up_2_cm_aside_equals_the_cop_of_the_contact_forces() -> 
     sensor_in_sole[:3, 3] = [0.0, 0.02, 0.05]
     f_sole, t_sensor_sole = _wrench_at(sensor_in_sole[:3, 3], forces, points)
     rot = sensor_in_sole[:3, :3]
-    zmp = zmp_from_ft_sensor(rot.T @ f_sole, rot.T @ t_sensor_sole, sensor_in_sole)
-    assert zmp[:2] == pytest.approx(cop[:2], abs=1e-12)
+    zmp = _ft_zmp(sensor_in_sole, rot.T @ f_sole, rot.T @ t_sensor_sole)
+    assert zmp == pytest.approx(cop[:2], abs=1e-12)
 
 
 def test_fsr_zmp_is_the_force_weighted_mean() -> None:
-    """Four FSRs: p = sum(p_j f_j) / sum(f_j) (hand-worked)."""
+    """Four FSRs, eq. 3.26 on the sole: p = sum(p_j f_j) / sum(f_j) (hand-worked)."""
     positions = np.array([[0.09, 0.05], [0.09, -0.05], [-0.09, 0.05], [-0.09, -0.05]])
-    zmp = zmp_from_force_sensors(positions, np.array([10.0, 30.0, 10.0, 50.0]))
-    assert zmp == pytest.approx([(0.09 * 40 - 0.09 * 60) / 100, (0.05 * 20 - 0.05 * 80) / 100, 0.0])
+    sensors = FsrSensors({"left": FootGeometry(np.eye(4), SOLE, fsr_positions=positions)})
+    wrench = sensors.ground_wrench(
+        "left", FootSample(np.eye(4), fsr_forces=np.array([10.0, 30.0, 10.0, 50.0])), [0.0] * 6)
+    assert wrench[6:] == pytest.approx(((0.09 * 40 - 0.09 * 60) / 100, (0.05 * 20 - 0.05 * 80) / 100))
+    assert wrench[:6] == pytest.approx((0.0, 0.0, 100.0, wrench[7] * 100.0, -wrench[6] * 100.0, 0.0))
 
 
-def test_three_axis_sensors_above_the_plane_use_eq_3_26() -> None:
-    """3-axis sensors off the plane: the tangential forces' moment enters as eq. 3.26 says."""
-    positions = np.array([[0.1, 0.0, 0.01], [-0.1, 0.0, 0.01]])
-    forces = np.array([[5.0, 0.0, 100.0], [5.0, 0.0, 100.0]])
-    zmp = zmp_from_force_sensors(positions, forces)
-    assert zmp[0] == pytest.approx((0.1 * 100 - 0.01 * 5 - 0.1 * 100 - 0.01 * 5) / 200)
-
-
-def test_two_feet_combine_by_normal_force() -> None:
-    """eq. 3.27: p = (p_R f_R + p_L f_L) / (f_R + f_L)."""
-    p = combine_feet([np.array([0.0, 0.2, 0.0]), np.array([0.1, -0.2, 0.0])], [100.0, 300.0])
-    assert p == pytest.approx([0.075, -0.1, 0.0])
+def test_two_feet_on_level_ground_combine_by_normal_force() -> None:
+    """eq. 3.27: on level soles at one height the total wrench's ZMP is
+    p = (p_R f_R + p_L f_L) / (f_R + f_L) (hand-worked: 0.075, -0.1)."""
+    (lx, ly, fl), (rx, ry, fr) = (0.0, 0.2, 100.0), (0.1, -0.2, 300.0)
+    total = zmp_of_total_wrench(0.0, 0.0, fl + fr, ly * fl + ry * fr, -(lx * fl + rx * fr), 0.0)
+    assert total == pytest.approx((0.075, -0.1))
 
 
 def _model_zmp(mass: float, com: np.ndarray, rate: np.ndarray, g: float) -> np.ndarray:
@@ -115,11 +121,11 @@ def test_model_zmp_on_the_moon_uses_lunar_gravity() -> None:
 
 def test_margin_is_positive_inside_negative_outside() -> None:
     """The margin is the distance to the nearest edge inside, minus the distance outside."""
-    polygon = support_polygon(SOLE)
-    assert stability_margin(np.array([0.0, 0.0]), polygon) == pytest.approx(0.06)
-    assert stability_margin(np.array([0.10, 0.0]), polygon) == pytest.approx(0.01)
-    assert stability_margin(np.array([0.14, 0.0]), polygon) == pytest.approx(-0.03)
-    assert stability_margin(np.array([0.14, 0.10]), polygon) == pytest.approx(-0.05)
+    polygon = convex_hull(SOLE)
+    assert signed_distance(np.array([0.0, 0.0]), polygon) == pytest.approx(0.06)
+    assert signed_distance(np.array([0.10, 0.0]), polygon) == pytest.approx(0.01)
+    assert signed_distance(np.array([0.14, 0.0]), polygon) == pytest.approx(-0.03)
+    assert signed_distance(np.array([0.14, 0.10]), polygon) == pytest.approx(-0.05)
 
 
 def test_contact_at_exactly_the_threshold_counts_and_hysteresis_holds() -> None:
@@ -231,8 +237,27 @@ def test_humanoid_foot_geometry_comes_from_the_urdf() -> None:
     assert foot.com_below_sensor_in_sensor == pytest.approx([0, 0, -0.025])
 
 
+def _ground_wrench_reference(foot: FootGeometry, offset: np.ndarray, sample: FootSample,
+                             gravity: float = 9.81) -> tuple[np.ndarray, np.ndarray]:
+    """The ground wrench about the sole origin in the sole frame, with arrays: the reading less
+    the offset and the foot's weight below the sensor, moved from the sensor to the sole."""
+    measured = np.concatenate([sample.force_in_sensor, sample.torque_in_sensor]) - offset
+    rotation = (sample.sole_in_world @ foot.sensor_in_sole)[:3, :3]  # world <- sensor
+    weight = rotation.T @ np.array([0.0, 0.0, -foot.mass_below_sensor * gravity])
+    ground_force = measured[:3] - weight
+    ground_torque = measured[3:] - np.cross(foot.com_below_sensor_in_sensor, weight)
+    r, p = foot.sensor_in_sole[:3, :3], foot.sensor_in_sole[:3, 3]
+    force = r @ ground_force
+    return force, r @ ground_torque + np.cross(p, force)
+
+
+def _zmp_from_wrench(force: np.ndarray, torque: np.ndarray) -> np.ndarray:
+    """Eq. 3.24/3.25 on the sole surface, with arrays."""
+    return np.array([-torque[1] / force[2], torque[0] / force[2], 0.0])
+
+
 def test_scalar_estimate_equals_the_reference_formulas_at_random_poses() -> None:
-    """step()'s scalar path equals wrench_in_sole + eq. 3.24/3.25 per foot and on the total wrench.
+    """step()'s scalar path equals array forms of eq. 3.24/3.25, per foot and on the total wrench.
 
     Tilted and offset sensors, tilted soles, offsets and foot weight, 200 random cases.
     """
@@ -257,11 +282,11 @@ def test_scalar_estimate_equals_the_reference_formulas_at_random_poses() -> None
         out = estimator.step(samples)
         zmps, forces = [], []
         for side in feet:
-            force, torque = estimator._foot_ground_wrench(side, samples[side])
+            force, torque = _ground_wrench_reference(feet[side], estimator.offsets[side], samples[side])
             if force[2] < 20.0:
                 assert out.foot_zmps_in_world[side] is None
                 continue
-            local = zmp_from_wrench(force, torque)
+            local = _zmp_from_wrench(force, torque)
             world = (samples[side].sole_in_world @ np.append(local, 1.0))[:3]
             np.testing.assert_allclose(out.foot_zmps_in_world[side], world, atol=1e-12)
             assert out.normal_forces[side] == pytest.approx(force[2], abs=1e-9)
@@ -270,27 +295,27 @@ def test_scalar_estimate_equals_the_reference_formulas_at_random_poses() -> None
         if not zmps:
             assert out.zmp_in_world is None
             continue
-        expected = _total_wrench_zmp(estimator, samples, [s for s in feet
-                                                          if out.foot_zmps_in_world[s] is not None])
+        expected = _total_wrench_zmp(feet, estimator.offsets, samples,
+                                     [s for s in feet if out.foot_zmps_in_world[s] is not None])
         np.testing.assert_allclose(out.zmp_in_world, expected, atol=1e-12)
         assert out.polygon is not None
-        assert out.margin == pytest.approx(stability_margin(expected[:2], out.polygon), abs=1e-12)
+        assert out.margin == pytest.approx(signed_distance(expected[:2], out.polygon), abs=1e-12)
 
 
-def _total_wrench_zmp(estimator: ZmpEstimator, samples: dict[str, FootSample],
-                      touching: list[str]) -> np.ndarray:
+def _total_wrench_zmp(feet: dict[str, FootGeometry], offsets: dict[str, np.ndarray],
+                      samples: dict[str, FootSample], touching: list[str]) -> np.ndarray:
     """Eq. 3.24/3.25 on the sum of the touching feet's ground wrenches in the world (arrays).
 
     The plane: the feet's ZMP heights weighted by their world-vertical force.
     """
     force_sum, torque_sum, weighted_z = np.zeros(3), np.zeros(3), 0.0
     for side in touching:
-        force, torque = estimator._foot_ground_wrench(side, samples[side])
+        force, torque = _ground_wrench_reference(feet[side], offsets[side], samples[side])
         pose = samples[side].sole_in_world
         f_world = pose[:3, :3] @ force
         force_sum += f_world
         torque_sum += pose[:3, :3] @ torque + np.cross(pose[:3, 3], f_world)
-        weighted_z += f_world[2] * (pose @ np.append(zmp_from_wrench(force, torque), 1.0))[2]
+        weighted_z += f_world[2] * (pose @ np.append(_zmp_from_wrench(force, torque), 1.0))[2]
     pz = weighted_z / force_sum[2]
     return np.array([(-torque_sum[1] + pz * force_sum[0]) / force_sum[2],
                      (torque_sum[0] + pz * force_sum[1]) / force_sum[2], pz])
@@ -342,8 +367,8 @@ def test_tilted_yawed_offset_soles_give_the_exact_zmp_of_the_total_ground_wrench
         total_force = sum(f for _, f in contacts)
         moment = sum(np.cross(c - out.zmp_in_world, f) for c, f in contacts)
         np.testing.assert_allclose(moment[:2] / total_force[2], 0.0, atol=1e-7)
-        old = combine_feet([out.foot_zmps_in_world[s] for s in ("left", "right")],
-                           [out.normal_forces[s] for s in ("left", "right")])
+        old = _weighted_mean([out.foot_zmps_in_world[s] for s in ("left", "right")],
+                             [out.normal_forces[s] for s in ("left", "right")])
         worst_eq_327 = max(worst_eq_327, float(np.linalg.norm(old[:2] - out.zmp_in_world[:2])))
     assert worst_eq_327 > 1e-3  # the case is one where the weighting matters
 
@@ -373,7 +398,7 @@ def test_fsr_feet_on_tilted_soles_give_the_zmp_of_their_normal_forces() -> None:
 
 
 def test_polygon_follows_moving_feet_between_hull_recomputations() -> None:
-    """Feet sliding and turning in small steps: the estimator's polygon is scipy's Qhull hull.
+    """Feet sliding and turning in small steps: the estimator's polygon is the hull made anew.
 
     Checked through the margin of the ZMP and of 50 probe points inside and outside.
     """
@@ -386,10 +411,10 @@ def test_polygon_follows_moving_feet_between_hull_recomputations() -> None:
         out = estimator.step(samples)
         corners = np.vstack([SOLE @ s.sole_in_world[:2, :2].T + s.sole_in_world[:2, 3]
                              for s in samples.values()])
-        fresh = support_polygon(corners)
+        fresh = convex_hull(corners)
         assert out.polygon is not None
         assert len(out.polygon) == len(fresh)
-        assert out.margin == pytest.approx(stability_margin(out.zmp_in_world[:2], fresh), abs=1e-12)
+        assert out.margin == pytest.approx(signed_distance(out.zmp_in_world[:2], fresh), abs=1e-12)
         for probe in rng.uniform([-0.2, -0.4], [0.2, 0.4], (50, 2)):
-            assert stability_margin(probe, out.polygon) == pytest.approx(
-                stability_margin(probe, fresh), abs=1e-12)
+            assert signed_distance(probe, out.polygon) == pytest.approx(
+                signed_distance(probe, fresh), abs=1e-12)

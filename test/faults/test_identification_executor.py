@@ -10,6 +10,11 @@ checked against the lunar arm's limits (``urdf/lunar_arm.urdf``: positions,
 1 rad/s) and the node's ``acceleration_limit`` (the URDF has none): see
 ``fault_harness.CommandChecker``. Each case ends with the node alive and
 answering (``fault_harness.Case``).
+
+The input-validation cases (every bad value, size, name and stamp of ``/joint_states``, the
+input stopping or pausing) run against the ROS-free run in
+``test/core/identification/test_run_faults.py``; a representative few stay here, through
+DDS and the node's message conversion.
 """
 
 from __future__ import annotations
@@ -319,14 +324,12 @@ def start_running(rig: Rig, seconds: float = 0.5) -> None:
 
 # --- joint-state values ---------------------------------------------------------------------------
 
-#: (field, value, what the refusal or the stop names)
+#: (field, value, what the refusal or the stop names, the joint): one case per cause (every
+#: value of the suite's list: test/core/identification/test_run_faults.py)
 VALUE_CASES = [
-    *[("position", v, "not finite") for v in (math.nan, math.inf, -math.inf)],
-    *[("position", v, "left their limits") for v in (1e308, -1e308, 3.5, -1.9e3)],
-    *[("velocity", v, "not finite") for v in (math.nan, math.inf, -math.inf)],
-    *[("velocity", v, "a velocity of") for v in (1e308, -1e308, 2.0, -1.5)],
-    *[("effort", v, "no finite effort") for v in (math.nan, math.inf, -math.inf)],
-    *[("effort", v, "a torque of") for v in (1e308, -1e308, 50.0, -11.0)],
+    ("position", math.nan, "not finite", 0), ("position", 1e308, "left their limits", 3),
+    ("velocity", -math.inf, "not finite", 2), ("velocity", 2.0, "a velocity of", 3),
+    ("effort", math.nan, "no finite effort", 0), ("effort", 50.0, "a torque of", 2),
 ]
 
 
@@ -340,12 +343,11 @@ def with_value(field: str, joint: int, value: float) -> Callable[[Any], Any]:
     return mutate
 
 
-@pytest.mark.parametrize(("field", "value", "cause"), VALUE_CASES)
+@pytest.mark.parametrize(("field", "value", "cause", "joint"), VALUE_CASES)
 def test_bad_value_while_idle_refuses_start_and_recovers(
-        good: Rig, ledger: Ledger, field: str, value: float, cause: str) -> None:
+        good: Rig, ledger: Ledger, field: str, value: float, cause: str, joint: int) -> None:
     """A bad value in one field of /joint_states while idle: start refused naming it, WARN, then OK."""
     rig = good
-    joint = VALUE_CASES.index((field, value, cause)) % 6
     with ledger.case(rig.target, "joint_states values (idle)", f"{field}[{joint}]={value!r}") as case:
         count = len(rig.arm.commands)
         rig.arm.mutate = with_value(field, joint, value)
@@ -363,9 +365,7 @@ def test_bad_value_while_idle_refuses_start_and_recovers(
 
 
 @pytest.mark.parametrize(("field", "value", "cause"), [
-    ("position", math.nan, "not finite"), ("position", 1e308, "left their limits"),
-    ("velocity", math.inf, "not finite"), ("velocity", -1e308, "a velocity of"),
-    ("effort", math.nan, "no finite effort"), ("effort", 1e308, "a torque of"),
+    ("position", math.nan, "not finite"), ("effort", 1e308, "a torque of"),
 ])
 def test_bad_value_during_a_run_brakes_reports_and_recovers(
         good: Rig, ledger: Ledger, field: str, value: float, cause: str) -> None:
@@ -416,10 +416,12 @@ def expected_refusal(rig: Rig, position: list[float], velocity: list[float],
     return None
 
 
-@GENERATED
+@settings(GENERATED, max_examples=5)
 @given(data=st.data())
 def test_generated_joint_states_while_idle(good: Rig, ledger: Ledger, data: st.DataObject) -> None:
-    """Generated /joint_states (any float in any field): start refused naming the fault, or run safely."""
+    """Generated /joint_states (any float in any field): start refused naming the fault, or run safely.
+
+    Five examples through DDS; 200 against the run (test_run_faults.py)."""
     rig = good
     rig.arm.normal()
     arrays = [data.draw(st.lists(finite_or_not, min_size=6, max_size=6), label=f)
@@ -483,21 +485,12 @@ def rename(names: list[str]) -> Callable[[Any], Any]:
 
 
 ARM = list(LUNAR_JOINTS)
+#: a representative few (every case: test/core/identification/test_run_faults.py)
 STRUCTURE_CASES: list[tuple[str, Callable[[Any], Any], str]] = [
     ("5 positions", drop("position", 5), "6 names but 5 positions"),
-    ("no positions", drop("position", 0), "6 names but 0 positions"),
-    ("7 positions", pad("position"), "6 names but 7 positions"),
-    ("3 velocities", drop("velocity", 3), "3 velocities"),
-    ("no velocities", drop("velocity", 0), "not finite"),
-    ("7 velocities", pad("velocity"), "7 velocities"),
     ("no efforts", drop("effort", 0), "no finite effort"),
-    ("1 effort", drop("effort", 1), "1 efforts"),
     ("joint3 missing", rename([j for j in ARM if j != "joint3"]), "without ['joint3']"),
-    ("joint1 twice", rename([*ARM, "joint1"]), "named twice"),
-    ("no names", rename([]), "old"),
     ("other joints only", rename(["gripper", "wrist_camera"]), "old"),
-    ("names in another case", rename([j.upper() for j in ARM]), "old"),
-    ("names with a namespace", rename([f"arm/{j}" for j in ARM]), "old"),
 ]
 
 
@@ -551,10 +544,8 @@ def shift_stamp(seconds: float) -> Callable[[Any], Any]:
 
 
 @pytest.mark.parametrize(("label", "seconds", "cause"), [
-    ("2 s in the future", 2.0, "in the future"),
-    ("1 h in the future", 3600.0, "in the future"),
+    ("2 s in the future", 2.0, "ahead of the node clock"),
     ("3 s old", -3.0, "old"),
-    ("1 day old", -86400.0, "old"),
 ])
 def test_shifted_stamps_while_idle_refuse_start(good: Rig, ledger: Ledger, label: str,
                                                 seconds: float, cause: str) -> None:
@@ -602,34 +593,6 @@ def test_one_stamp_going_back_is_dropped(good: Rig, ledger: Ledger) -> None:
         case.require(rig.cancel().success, "cancel refused")
 
 
-def test_stamps_going_back_for_good_stop_the_run(good: Rig, ledger: Ledger) -> None:
-    """The arm's clock jumps 0.3 s back mid-run: every stamp is older than the newest, the run brakes."""
-    rig = good
-    with ledger.case(rig.target, "stamps", "run, clock 0.3 s back") as case:
-        start_running(rig)
-        rig.arm.mutate = shift_stamp(-0.3)
-        case.require(rig.diag.wait_for(ERROR, "stamps went back", REACTION_S),
-                     lambda: str(rig.diag.latest()))
-        case.require(rig.at_rest(), "commands go on after the stop")
-
-
-def test_stamps_jumping_ahead_then_back_keep_the_run(good: Rig, ledger: Ledger) -> None:
-    """The arm's clock jumps 0.3 s ahead (within the timeout), then back to the node's: the run goes on.
-
-    Stamps in step with the node's clock again are taken: the ones ahead were the odd ones.
-    """
-    rig = good
-    with ledger.case(rig.target, "stamps", "run, clock 0.3 s ahead then back") as case:
-        start_running(rig)
-        rig.arm.mutate = shift_stamp(0.3)
-        rig.arm.pump(0.2)
-        case.require(rig.running(), "stamps 0.3 s ahead (within the timeout) stopped the run")
-        rig.arm.normal()
-        rig.arm.pump(0.5)
-        case.require(rig.running(), lambda: str(rig.diag.values))
-        case.require(rig.cancel().success, "cancel refused")
-
-
 def test_bug_future_stamps_go_stale_when_the_input_stops(good: Rig, ledger: Ledger) -> None:
     """Issue 12: joint states stamped 2 s ahead, then none: the run stops within the timeout.
 
@@ -670,32 +633,6 @@ def test_bug_input_stopping_mid_run_brakes_from_the_last_command(good: Rig, ledg
         case.require(rig.diag.wait_for(WARN, "cleared", REACTION_S), lambda: str(rig.diag.latest()))
         case.require(rig.start().success, "input back, start refused")
         rig.arm.pump(0.3)
-        case.require(rig.cancel().success, "cancel refused")
-
-
-def test_input_stopping_while_idle_warns_and_recovers(good: Rig, ledger: Ledger) -> None:
-    """No joint states while idle: WARN naming their age; start refused; back: OK."""
-    rig = good
-    with ledger.case(rig.target, "inputs stopping", "idle, joint states stop") as case:
-        rig.arm.paused = True
-        case.require(rig.diag.wait_for(WARN, "old", REACTION_S), lambda: str(rig.diag.latest()))
-        case.require("old" in rig.start().message, "start not refused for old joint states")
-        rig.arm.paused = False
-        case.require(rig.wait_values("input", "ok"), lambda: str(rig.diag.values))
-        case.require(rig.diag.wait_for(OK, "", REACTION_S), lambda: str(rig.diag.latest()))
-
-
-def test_short_gaps_within_the_timeout_do_not_stop_a_run(good: Rig, ledger: Ledger) -> None:
-    """Joint states pausing 0.2 s (under the timeout) three times: the run goes on."""
-    rig = good
-    with ledger.case(rig.target, "inputs stopping", "run, three 0.2 s gaps") as case:
-        start_running(rig)
-        for _ in range(3):
-            rig.arm.paused = True
-            rig.arm.pump(0.2)
-            rig.arm.paused = False
-            rig.arm.pump(0.2)
-        case.require(rig.running(), lambda: str(rig.diag.values))
         case.require(rig.cancel().success, "cancel refused")
 
 
@@ -1139,14 +1076,18 @@ def estimation_failed(rig: Rig) -> bool:
 
 
 def complete_run(rig: Rig, timeout: float = 60.0,
-                 while_running: Callable[[Any], Any] | None = None) -> None:
+                 while_running: Callable[[Any], Any] | None = None,
+                 before_each: Callable[[], Any] | None = None) -> None:
     """Start a run and pump until it ends (done or failed); again if its estimation failed.
 
     ``while_running``, where given, is the arm's mutation from the moment the run
     is running to its end: the start itself sees regular joint states, as it must
-    (a start refuses a newest state older than 0.1 s).
+    (a start refuses a newest state older than 0.1 s). ``before_each`` is called before each
+    attempt (a mutation's state made anew).
     """
     for _ in range(RUN_ATTEMPTS):
+        if before_each is not None:
+            before_each()
         start_running(rig, 0.1)
         if while_running is not None:
             rig.arm.mutate = while_running
@@ -1219,7 +1160,9 @@ def test_bug_late_samples_are_reported(good: Rig, ledger: Ledger) -> None:
         rig.output.unlink(missing_ok=True)
         # Bursts from the start on were refused at times (CI, 2026-11-27: "the newest
         # /joint_states are 0.102 s old"): a start rightly needs a fresh state.
-        complete_run(rig, while_running=bursts)
+        # the messages held when an attempt ended are not sent in the next (they were: a stamp
+        # 0.2 s older than the newest, rejected, failed the second attempt)
+        complete_run(rig, while_running=bursts, before_each=held.clear)
         case.require(rig.diag.values.get("state") == "done", lambda: str(rig.diag.latest()))
         case.require(rig.diag.wait_for(WARN, "came late", REACTION_S),
                      lambda: str(rig.diag.latest()))

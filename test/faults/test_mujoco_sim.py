@@ -212,10 +212,13 @@ AFTER_REACHING_S = 0.3
 def test_extreme_commands_stay_within_limits(rig: SimRig, ledger: Ledger, field: str,
                                              value: float) -> None:
     """An extreme finite command is clipped to the joint's limits: states stay finite and in range."""
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.resources import urdf_path
     from humanoid_balance.sim.lunar_arm import LunarArmSim
 
-    arm = LunarArmSim(timestep=0.001)
-    low, high = float(arm._lower[0]), float(arm._upper[0])
+    lower, upper = RobotModel(urdf_path("lunar_arm")).position_limits(
+        [LunarArmSim(timestep=0.001).joint_names[0]])
+    low, high = float(lower[0]), float(upper[0])
     with ledger.case(rig.target, "extreme values", f"{field}={value:g}") as case:
         span = rig.extent(np.inf, -np.inf)  # every position from now on
 

@@ -211,6 +211,25 @@ def test_selection_does_not_apply_in_free_floating_mode(rclpy_context: Any) -> N
         h.close()
 
 
+def test_destroying_a_configured_inactive_node_commands_nothing(rclpy_context: Any) -> None:
+    """destroy_node (SIGINT, SIGTERM) of a configured node that never became active sends no
+    command (an active one sends the braking ramp: test/process/test_arm_balance_signal.py)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    h = Harness(rclpy_context)
+    try:
+        assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert h.spin(5.0, lambda: h.probe.count_publishers("/arm_balance/command") > 0)
+        h.node.destroy_node()
+        h.publish_joints = False
+        h.executor.remove_node(h.node)
+        h.spin(0.3)
+        assert h.commands == []
+    finally:
+        h.executor.shutdown()
+        h.probe.destroy_node()
+
+
 def test_no_command_before_activation(harness: Harness) -> None:
     """A configured but inactive node publishes no command."""
     from rclpy.lifecycle import TransitionCallbackReturn
@@ -457,11 +476,12 @@ def test_momentum_frame_is_the_reference_point_on_the_ground(harness: Harness) -
     assert len(frames) > 5 and set(frames) == {"W"}
 
 
-def _publish_stamped_joints(h: Harness, stamp_ns: int) -> None:
+def _publish_stamped_joints(h: Harness, stamp_ns: int, positions: Any = None) -> None:
     from builtin_interfaces.msg import Time
     from sensor_msgs.msg import JointState
 
-    msg = JointState(name=h.joint_names, position=[float(v) for v in h.positions])
+    positions = h.positions if positions is None else positions
+    msg = JointState(name=h.joint_names, position=[float(v) for v in positions])
     msg.header.stamp = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
     h.pub_joints.publish(msg)
 
@@ -605,7 +625,6 @@ def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
 
-    from humanoid_balance import cdr
     from humanoid_balance.nodes.common import Listeners
 
     h = triggered
@@ -614,16 +633,14 @@ def test_cdr_outputs_equal_the_messages_the_old_code_built(triggered: Harness) -
     node.pub_momentum, node.pub_zmp = pubs["pub_momentum"], pubs["pub_zmp"]
     node.listeners = Listeners((node.pub_momentum, node.pub_zmp))
     node.commands.publisher = pubs["pub_command"]
-    from humanoid_balance.core.arm_loop import JobInput
 
-    twist = np.array([0.05, -0.02, 0.03, 0.0, 0.1, -0.05])
+    h.twist = ("W", [0.05, -0.02, 0.03, 0.0, 0.1, -0.05])  # published on every spin
+    assert h.spin(5.0, lambda: node.runner.job is not None)
     expected = []
     for k in range(6):
-        node._job = JobInput(node._s(node._now_ns()), twist=twist, frame="W")
         stamp = 5_000_000_000 + k * 2_000_000
-        positions = h.positions + 0.001 * k
-        node._on_joint_states(cdr.joint_state_message(stamp, h.joint_names, positions.tolist()))
-        assert node.loop.cycles == k + 1
+        _publish_stamped_joints(h, stamp, h.positions + 0.001 * k)
+        assert h.spin(5.0, lambda k=k: node.loop.cycles == k + 1)
         expected.append(_old_outputs(node.loop.last_output, stamp, "W"))
     got = zip(pubs["pub_command"].sent, pubs["pub_momentum"].sent, pubs["pub_zmp"].sent, strict=True)
     assert len(pubs["pub_command"].sent) == len(expected) == len(pubs["pub_zmp"].sent)
@@ -651,8 +668,9 @@ def test_the_margin_taken_after_a_busy_spell_is_the_newest(harness: Harness) -> 
     for k in range(10):
         h.pub_margin.publish(Float64(data=0.10 - 0.01 * k))
     time.sleep(1.0)  # delivered meanwhile (loopback: well under 1 ms each), not taken: nothing spins
-    assert h.spin(2.0, lambda: h.node._margin is not None)
-    assert h.node._margin is not None and h.node._margin.value_m == pytest.approx(0.01, abs=1e-12)
+    assert h.spin(2.0, lambda: h.node.runner.margin is not None)
+    assert h.node.runner.margin is not None
+    assert h.node.runner.margin.value_m == pytest.approx(0.01, abs=1e-12)
 
 
 def test_unreadable_raw_inputs_are_counted_and_the_node_goes_on(harness: Harness) -> None:
@@ -660,20 +678,31 @@ def test_unreadable_raw_inputs_are_counted_and_the_node_goes_on(harness: Harness
     rclpy reads are counted per topic on /diagnostics (joint states as an input problem); the
     node keeps commanding from the good ones (such bytes used to end it: rclpy's error escaped
     the callback)."""
-    harness.activate()
-    assert harness.spin(3.0, lambda: len(harness.commands) > 5)
-    bad = [b"\x00\x01\x00\x01", b"\x00\x01\x00\x00" + bytes(7)]  # padding announced; cut
-    for data in bad:
-        harness.node._on_joint_states(data)
-        harness.node._on_job_joints(data)
-        harness.node._on_margin(data)
-    assert harness.node.unreadable == {"/joint_states": 2, "/arm_balance/job_joint_velocities": 2,
-                                       "/zmp/stability_margin": 2}
-    commands = len(harness.commands)
-    assert harness.spin(3.0, lambda: len(harness.commands) > commands + 5)
+    from sensor_msgs.msg import JointState
+
+    h = harness
+    h.activate()
+    assert h.spin(3.0, lambda: len(h.commands) > 5)
+    raw = [h.pub_joints, h.probe.create_publisher(JointState, "/arm_balance/job_joint_velocities",
+                                                  10), h.pub_margin]
+    topics = ["/joint_states", "/arm_balance/job_joint_velocities", "/zmp/stability_margin"]
+    assert h.spin(5.0, lambda: all(p.get_subscription_count() > 0 for p in raw))
+    # a padding byte announced in a bare header; a body cut short (8 bytes: DDS pads a payload
+    # to whole 4 bytes, and 11 became a readable Float64)
+    bad = [b"\x00\x01\x00\x01", b"\x00\x01\x00\x00" + bytes(4)]
+    h.publish_joints = False  # (a good joint state after a bad one would take its place: depth 1)
+    for k, data in enumerate(bad, start=1):
+        for publisher, topic in zip(raw, topics, strict=True):
+            publisher.publish(data)  # the serialized bytes as they are
+            assert h.spin(3.0, lambda t=topic, k=k: h.node.unreadable.get(t) == k), topic
+    assert h.node.unreadable == {"/joint_states": 2, "/arm_balance/job_joint_velocities": 2,
+                                 "/zmp/stability_margin": 2}
+    h.publish_joints = True
+    commands = len(h.commands)
+    assert h.spin(3.0, lambda: len(h.commands) > commands + 5)
 
     def counted() -> bool:
         return any({kv.key: kv.value for kv in s.values}.get("unreadable_messages") == "6"
-                   for d in harness.diagnostics for s in d.status)
+                   for d in h.diagnostics for s in d.status)
 
-    assert harness.spin(3.0, counted)
+    assert h.spin(3.0, counted)

@@ -1,4 +1,9 @@
-"""The mujoco_sim node across processes on loopback DDS: topics out, commands in, bad input."""
+"""The mujoco_sim node through its ROS interface: bytes in, diagnostics out, refused parameters.
+
+What the simulation does (commands, holds, lock-step, pacing, stopping) is tested on the
+runner without DDS (test/sim/test_runner.py); the console script as users run it in
+test/process/test_mujoco_sim*.py.
+"""
 
 from __future__ import annotations
 
@@ -6,111 +11,76 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 pytestmark = pytest.mark.ros
 
+ANSWER = "/probe/answer"
 
-@pytest.fixture(scope="module")
-def sim_process() -> Iterator[subprocess.Popen[bytes]]:
-    """A mujoco_sim node in a process of its own (real time, 1 kHz), ended after the tests."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "humanoid_balance.nodes.mujoco_sim", "--ros-args",
-         "-p", "duration:=60.0", "-p", "real_time_factor:=1.0"],
-        env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+
+def _value(status: object, key: str) -> str:
+    return next(kv.value for kv in status.values if kv.key == key)  # type: ignore[attr-defined]
+
+
+def test_unreadable_bytes_are_counted_and_named_and_a_good_command_applied(
+        rclpy_context: object) -> None:
+    """In this process: bytes that are no JointState on /joint_commands and no header on a
+    lock-step topic are counted on /diagnostics (WARN naming the first); a JointState then
+    answers and is applied; a wall-clock stamp answers no period."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from geometry_msgs.msg import PointStamped
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from humanoid_balance.nodes.mujoco_sim import MujocoSimNode
+
+    sim = MujocoSimNode(context=rclpy_context, parameter_overrides=[
+        Parameter("model", value="lunar_arm"), Parameter("diagnostics_rate", value=20.0),
+        Parameter("lock_step", value=True), Parameter("lock_step_timeout", value=0.05),
+        Parameter("lock_step_topics", value=[f"{ANSWER}:geometry_msgs/msg/PointStamped"])])
+    probe = rclpy.create_node("mujoco_sim_probe", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    for node in (sim, probe):
+        executor.add_node(node)
+    statuses: list[object] = []
+    probe.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(
+        s for s in m.status if s.name == "mujoco_sim"), 10)
+    commands = probe.create_publisher(JointState, "/joint_commands", 10)
+    answers = probe.create_publisher(PointStamped, ANSWER, 10)
+
+    def spin_until(done: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+        end = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+        return done()
+
     try:
-        yield proc
+        assert spin_until(lambda: commands.get_subscription_count() > 0
+                          and answers.get_subscription_count() > 0 and bool(statuses))
+        commands.publish(b"\x00\x01\x00\x00\x01")  # CDR little-endian, then nothing
+        answers.publish(b"\x00\x01\x00\x00")
+        assert spin_until(lambda: _value(statuses[-1], "answers_unreadable") == "1"
+                          and _value(statuses[-1], "commands_rejected") == "1")
+        warned = next(s for s in statuses if s.level == DiagnosticStatus.WARN)  # type: ignore[attr-defined]
+        assert "command(s) ignored since the last report, the newest because a command on " \
+               "/joint_commands is not a readable JointState" in warned.message  # type: ignore[attr-defined]
+        commands.publish(JointState(name=["joint1"], position=[0.1]))
+        answers.publish(PointStamped())  # stamp 0: the t = 0 state's answer; time runs
+        assert spin_until(lambda: _value(statuses[-1], "commands_applied") == "1"
+                          and int(_value(statuses[-1], "lock_step_periods")) > 0)
+        stamped = PointStamped()
+        stamped.header.stamp.sec = 2_000_000_000  # wall-clock time: ahead of every period
+        answers.publish(stamped)
+        assert spin_until(lambda: _value(statuses[-1], "lock_step_answers_ahead") == "1")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _spin_until(node: object, executor: object, done: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)  # type: ignore[attr-defined]
-        if done():
-            return True
-    return done()
-
-
-def test_topics_reach_another_process(sim_process: subprocess.Popen[bytes],
-                                      rclpy_context: object) -> None:
-    """A subscriber in another process receives /joint_states and both foot wrenches."""
-    import rclpy
-    from geometry_msgs.msg import WrenchStamped
-    from rclpy.executors import SingleThreadedExecutor
-    from sensor_msgs.msg import JointState
-
-    node = rclpy.create_node("probe_topics", context=rclpy_context)
-    executor = SingleThreadedExecutor(context=rclpy_context)
-    executor.add_node(node)
-    got: dict[str, list[object]] = {"joints": [], "left": [], "right": []}
-    node.create_subscription(JointState, "/joint_states", got["joints"].append, 10)
-    node.create_subscription(WrenchStamped, "/left_foot/ft", got["left"].append, 10)
-    node.create_subscription(WrenchStamped, "/right_foot/ft", got["right"].append, 10)
-    ok = _spin_until(node, executor, lambda: all(len(v) >= 20 for v in got.values()), 30.0)
-    executor.shutdown()
-    node.destroy_node()
-    assert ok, {k: len(v) for k, v in got.items()}
-    joints = got["joints"][-1]
-    assert len(joints.name) == 30 and len(joints.position) == 30  # type: ignore[attr-defined]
-    for side in ("left", "right"):
-        wrench = got[side][-1]
-        assert wrench.header.frame_id == f"{side}_foot_ft"  # type: ignore[attr-defined]
-        assert wrench.wrench.force.z > 200.0  # type: ignore[attr-defined]
-
-
-def test_bad_commands_are_ignored_and_the_simulation_runs_on(
-    sim_process: subprocess.Popen[bytes], rclpy_context: object
-) -> None:
-    """Unknown joints, NaN and mismatched lengths change nothing; a good command then moves the joint."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from sensor_msgs.msg import JointState
-
-    node = rclpy.create_node("probe_commands", context=rclpy_context)
-    executor = SingleThreadedExecutor(context=rclpy_context)
-    executor.add_node(node)
-    latest: list[JointState] = []
-    node.create_subscription(JointState, "/joint_states", lambda m: latest.append(m), 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
-    assert _spin_until(node, executor, lambda: len(latest) > 10 and pub.get_subscription_count() > 0,
-                       30.0)
-    bad = [
-        JointState(name=["right_elbow", "no_such_joint"], position=[1.0, 1.0]),
-        JointState(name=["right_elbow"], position=[float("nan")]),
-        JointState(name=["right_elbow"], position=[1.0, 2.0]),
-        JointState(name=["right_elbow"]),
-    ]
-    for msg in bad:
-        pub.publish(msg)
-    latest.clear()
-    _spin_until(node, executor, lambda: False, 1.0)
-    assert latest, "the simulation stopped publishing after bad commands"
-    elbow = latest[-1].name.index("right_elbow")
-    assert abs(latest[-1].position[elbow]) < 1e-3
-    pub.publish(JointState(name=["right_elbow"], position=[0.6]))
-    moved = _spin_until(node, executor, lambda: abs(latest[-1].position[elbow] - 0.6) < 0.02, 10.0)
-    executor.shutdown()
-    node.destroy_node()
-    assert moved
-    assert sim_process.poll() is None, "the simulation process died"
-
-
-def test_the_simulation_binds_udp_only_on_loopback(sim_process: subprocess.Popen[bytes]) -> None:
-    """The mujoco_sim process holds no UDP socket outside 127.0.0.0/8 and ::1."""
-    from humanoid_balance.ros_env import non_loopback_udp_sockets
-
-    assert sim_process.poll() is None
-    assert non_loopback_udp_sockets(sim_process.pid) == []
+        executor.shutdown()
+        for node in (sim, probe):
+            node.destroy_node()
+    assert sim.finished.is_set()  # destroy_node stopped the physics thread
 
 
 def test_stamps_round_to_the_nanosecond_across_a_second() -> None:
@@ -121,37 +91,6 @@ def test_stamps_round_to_the_nanosecond_across_a_second() -> None:
     assert (stamp.sec, stamp.nanosec) == (2, 0)
     stamp = seconds_stamp(0.0015)
     assert (stamp.sec, stamp.nanosec) == (0, 1_500_000)
-
-
-@pytest.mark.parametrize("model", ["lunar_arm", "space_robot"])
-def test_the_other_seed_robots_simulate(model: str) -> None:
-    """build_simulation makes the lunar arm (efforts as k_e I) and the floating space robot; they step."""
-    import numpy as np
-
-    from humanoid_balance.nodes.mujoco_sim import build_simulation
-
-    sim = build_simulation(model, None, timestep=0.001, gravity=None, friction=0.3, joint_friction=0.0,
-                           sensor_noise=0.0, seed=0)
-    sim.reset()
-    sim.step(100)
-    state = sim.joint_state()
-    assert len(state.names) == 6 and np.all(np.isfinite(state.position))
-    assert sim.floating_base == (model == "space_robot")
-    if model == "lunar_arm":
-        assert type(sim).__name__ == "LunarArmSim"
-
-
-@pytest.mark.parametrize("model", ["humanoid", "lunar_arm", "space_robot"])
-def test_every_model_takes_the_integrator_asked(model: str) -> None:
-    """``integrator``: ``rk4`` reaches MuJoCo for each robot (at 0.25 ms, the strike's step)."""
-    import mujoco
-
-    from humanoid_balance.nodes.mujoco_sim import build_simulation
-
-    sim = build_simulation(model, None, timestep=0.00025, gravity=None, friction=0.3,
-                           joint_friction=0.0, sensor_noise=0.0, seed=0, integrator="rk4")
-    assert sim.integrator == "rk4"
-    assert sim.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
 
 
 @pytest.mark.parametrize(("overrides", "message"), [

@@ -47,6 +47,14 @@ def sim(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Itera
         running.stop()
 
 
+def test_the_simulation_binds_udp_only_on_loopback(sim: RunningNode) -> None:
+    """The mujoco_sim process holds no UDP socket outside 127.0.0.0/8 and ::1."""
+    from humanoid_balance.ros_env import non_loopback_udp_sockets
+
+    assert sim.process.alive()
+    assert non_loopback_udp_sockets(sim.process.pid) == []
+
+
 def test_clock_advances(probe: Probe, sim: RunningNode) -> None:
     """/clock comes and its time goes forward from message to message."""
     from rosgraph_msgs.msg import Clock

@@ -15,7 +15,7 @@ from humanoid_balance.cli import build_parser
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import AUX_READY_POSTURE, PAPER_SELECTION
 from humanoid_balance.exceptions import ConfigurationError
-from humanoid_balance.experiments import strike
+from humanoid_balance.experiments import strike_sim
 from humanoid_balance.experiments.aux_posture import (
     MIN_TRIALS,
     PENALTY_MM_PER_UNIT,
@@ -133,7 +133,7 @@ def test_a_short_search_keeps_its_best_and_prices_the_feet(model: RobotModel,
     start's slip and yaw; the ratio is over the strike without RMC. The search's bookkeeping
     is what is checked: its strikes run on MuJoCo's default physics (1 ms), a third of the
     experiment's cost."""
-    monkeypatch.setattr(strike, "SIM_PHYSICS", {"integrator": "implicitfast", "timestep": 0.001})
+    monkeypatch.setattr(strike_sim, "SIM_PHYSICS", {"integrator": "implicitfast", "timestep": 0.001})
     start = [round(float(v), 3) for v in np.rad2deg(AUX_READY_POSTURE)]
     seen: list[int] = []
     result = search(model, start, speeds=(None, 2.5), max_trials=MIN_TRIALS,

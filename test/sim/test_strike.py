@@ -149,9 +149,9 @@ def test_experiment_writes_every_metric_of_results_md(tmp_path: Path,
     physics (1 ms), half the experiment's cost; the experiment's figures on its own physics are
     the other tests'."""
     from humanoid_balance.cli import main
-    from humanoid_balance.experiments import strike
+    from humanoid_balance.experiments import strike_sim
 
-    monkeypatch.setattr(strike, "SIM_PHYSICS", {"integrator": "implicitfast", "timestep": 0.001})
+    monkeypatch.setattr(strike_sim, "SIM_PHYSICS", {"integrator": "implicitfast", "timestep": 0.001})
 
     assert main(["experiment", "strike", "--out", str(tmp_path), "--speed", "1.6", "--job-arm",
                  "left", "--selection", "Lx", "--sweep-step", "1.5", "--sweep-sim-speeds",

@@ -4,6 +4,10 @@
 - :mod:`.estimation`: friction pairing (eq. 5), sequential (eq. 10), global and noise-weighted least squares
 - :mod:`.trajectory`: the sweep trajectory (eq. 11)
 - :mod:`.optimisation`: static configurations (eq. 12), GA-PSO (eqs. 13-17)
+- :mod:`.procedure`: sweeps cut from a joint-state stream, the estimate, timing, results
+- :mod:`.arm`: the arm of a run (model, limits, collision geometry, the checked plan)
+- :mod:`.inputs`: the run's joint states (read, rejected, why not usable)
+- :mod:`.run`: the run without ROS (states, braking stops, clock rules), as the node runs it
 
 The constants below live here, not in the modules that use them, so that
 command-line parsers name them without importing scipy or pinocchio.
