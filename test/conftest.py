@@ -15,11 +15,24 @@ if str(REPO) not in sys.path:
 
 from humanoid_balance.ros_env import use_loopback_dds  # noqa: E402
 
+
+def _domain_id() -> int:
+    """This session's (or xdist worker's) private ROS_DOMAIN_ID, 1-232 (Fast DDS's ports).
+
+    ``HB_TEST_DOMAIN_ID`` (else the pid) picks the session's; xdist worker ``gwN`` takes the
+    N-th after it, 101 apart, so that a session's workers never share a domain.
+    """
+    base = int(os.environ.get("HB_TEST_DOMAIN_ID", 1 + os.getpid() % 100))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return 1 + (base - 1 + 101 * index) % 232
+
+
 # Set before any test imports rclpy: every DDS participant of the suite, and of
 # every process a test starts (they inherit os.environ), binds 127.0.0.1 only.
-# The domain id is private to this test session (pid based) so that parallel
-# sessions on one machine do not see each other.
-TEST_DOMAIN_ID = int(os.environ.get("HB_TEST_DOMAIN_ID", 1 + os.getpid() % 100))
+# The domain id is private to this test session (pid based) and xdist worker so that
+# parallel sessions on one machine do not see each other.
+TEST_DOMAIN_ID = _domain_id()
 use_loopback_dds(TEST_DOMAIN_ID)
 os.environ.setdefault("MPLBACKEND", "Agg")
 

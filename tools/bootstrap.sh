@@ -2,7 +2,7 @@
 # Set up everything on a machine with only Python >= 3.10 and pip, then run a job.
 #
 #   bash tools/bootstrap.sh demo [demo options]   # install, run the simulated demo
-#   bash tools/bootstrap.sh test [pytest options] # install, run the whole test suite
+#   bash tools/bootstrap.sh test [pytest options] # install, run the whole test suite (2 workers)
 #   bash tools/bootstrap.sh setup                 # install only
 #
 # Installs into .venv/ in the checkout (PyPI only: rclpy and the ROS messages
@@ -61,6 +61,8 @@ fi
 case "$job" in
   setup) echo "bootstrap: ready ($VENV)";;
   demo)  exec "$VENV/bin/humanoid-balance" demo "$@";;
-  test)  exec "$VENV/bin/python" -m pytest "$@";;
+  # two workers (HB_TEST_WORKERS; 0: none), a test file each at a time: most tests wait on
+  # processes and DDS, so two share a 2-core machine well (16-17 min in one, on CI's machine)
+  test)  exec "$VENV/bin/python" -m pytest -n "${HB_TEST_WORKERS:-2}" --dist loadfile "$@";;
   *)     echo "bootstrap: unknown job '$job' (setup | demo | test)" >&2; exit 2;;
 esac

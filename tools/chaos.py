@@ -103,7 +103,7 @@ def schedule(seed: int, count: int, kinds: tuple[str, ...] = KINDS) -> list[Faul
         else:
             pool.append((kind, ""))
     rng.shuffle(pool)
-    out = []
+    out: list[Fault] = []
     while len(out) < count:
         for kind, target in pool:
             if len(out) == count:
@@ -419,16 +419,12 @@ class Chaos:
         if fault.kind == "kill":
             graph.signal(fault.target, signal.SIGKILL)
 
-            def restart() -> None:
+            def restart() -> None:  # activating the waist enables its drives
                 graph.processes[fault.target].stop(signal.SIGKILL, timeout=5.0)
                 graph.start(fault.target)
                 graph.bring_up(fault.target)
-                if fault.target == "waist_controller":
-                    problem = _enable_waist(self.helper, self.executor)
-                    if problem:
-                        result.notes.append(f"/waist/enable: {problem}")
-            result.operator_step = "restart" + (" + /waist/enable" if fault.target ==
-                                                "waist_controller" else "")
+            result.operator_step = "restart" + (" + configure, activate" if
+                                                graph.nodes[fault.target].spec.lifecycle else "")
             return restart
         if fault.kind == "stop":
             graph.signal(fault.target, signal.SIGSTOP)

@@ -44,12 +44,20 @@ def fault_probe() -> Iterator[Probe]:
         made.close()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the ledger's tables where the cases ran: in each xdist worker (the fault files
+    are grouped by file, ``--dist loadfile``, so one worker holds a node's cases) or in the
+    one process without xdist."""
+    if LEDGER.records:
+        selection = " ".join(session.config.invocation_params.args)
+        LEDGER.written = LEDGER.write(selection=selection)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The fault cases per node, as a table; written to test/faults/results/<node>.json."""
+    """The fault cases per node, as a table (without xdist; with it, ``python
+    test/faults/table.py`` prints the files the workers wrote)."""
     if not LEDGER.records:
         return
-    selection = " ".join(terminalreporter.config.invocation_params.args)
-    paths = LEDGER.write(selection=selection)
     terminalreporter.write_line("fault-injection cases (issue 12):")
     terminalreporter.write_line(table(LEDGER.counts()))
-    terminalreporter.write_line("written: " + ", ".join(str(p) for p in paths))
+    terminalreporter.write_line("written: " + ", ".join(str(p) for p in LEDGER.written))

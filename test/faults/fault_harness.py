@@ -306,6 +306,8 @@ class Ledger:
     """Every case of the session, by node."""
 
     records: list[CaseRecord] = field(default_factory=list)
+    #: the files :meth:`write` wrote last
+    written: list[Path] = field(default_factory=list)
 
     def case(self, target: Target, group: str, name: str, generated: bool = False) -> Case:
         """A new case against ``target``."""

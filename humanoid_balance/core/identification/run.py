@@ -312,6 +312,14 @@ class IdentificationRun:
             return f"a run is in progress ({self.state.value}): cancel it first"
         problem = self.inputs.start_problem(now_s, self.config.period_s)
         last = self.inputs.last
+        sent = self._sent
+        if problem is None and last is not None and sent is not None and (
+                last.received <= sent.stamp_ns * 1e-9):
+            # the newest joint state is from before the last command (a stop's ramp that just
+            # ended): the plan would start where the arm was, not where it is (seen under load:
+            # a 0.0015 deg step, or "the arm is moving" on a sample from mid-ramp)
+            problem = ("no joint state since the last command (a stop just ended): start again "
+                       "after the next joint state")
         if problem is None and last is not None:  # the path's first configuration is where the arm is
             first = self.arm.plan[0]
             problem = self.arm.path_problem(

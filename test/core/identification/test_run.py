@@ -452,3 +452,22 @@ def test_dynamic_settings_apply_between_runs_not_during_one(rig: RunRig, tmp_pat
     with pytest.raises(HumanoidBalanceError, match=r"^settings cannot change during a run "
                                                    r"\(running\): cancel it first$"):
         rig.run.set_config(current)
+
+
+def test_start_right_after_a_stop_waits_for_a_joint_state_after_its_last_command(
+        rig: RunRig) -> None:
+    """A start between a stop's last ramp command and the next joint state is refused (its
+    newest joint state is from mid-ramp: the fault suite's service flood saw a 0.0015 deg
+    step from it under load); the next joint state lets it start from where the arm is."""
+    rig.cruise()
+    assert rig.run.cancel()
+    while rig.run.in_run:
+        rig.tick()
+    rig.set_time(rig.now_ns + PERIOD_NS)  # no joint state since the ramp's last command
+    answer = rig.start()
+    assert not answer.success
+    assert answer.message == ("refused to start: no joint state since the last command (a stop "
+                              "just ended): start again after the next joint state")
+    rig.q, rig.qd = rig.sent[-1].position, rig.sent[-1].velocity
+    rig.joint_state()
+    assert rig.start().success

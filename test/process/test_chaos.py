@@ -1,0 +1,43 @@
+"""The short seeded chaos run (issue 35, item 2): the simulated graph as processes, the strike
+repeating, one fault of three kinds. ``tools/chaos.py`` is the tool; the full run (every kind,
+every node) is in test/faults/results/chaos.json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_short_chaos_run_commands_nothing_unsafe_and_recovers(tmp_path: Path,
+                                                               ros_domain_id: int) -> None:
+    """SIGSTOP of a node, the waist's bus going bus-off, one foot's F/T reading zeros: no arm
+    command non-finite, beyond the limits or jumping; the graph back by itself or by the
+    documented /waist/enable; the bag recorded meanwhile readable with its CRCs."""
+    out = tmp_path / "chaos.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "chaos.py"), "--seed", "3", "--faults", "3",
+         "--kinds", "stop", "bus_off", "ft_zero", "--domain-id", str(ros_domain_id),
+         "--logs", str(tmp_path / "logs"), "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["error"] == "", result["error"]
+    kinds = sorted(row["fault"].split()[0] for row in result["faults"])
+    assert kinds == ["bus_off", "ft_zero", "stop"]
+    for row in result["faults"]:
+        assert row["unsafe_commands"] == 0, row
+        assert row["recover_s"] is not None, row
+    assert result["unsafe"] == []
+    assert result["commands"] > 500  # the arm was commanded throughout
+    assert result["bag"]["readable"] and result["bag"]["crc_checked"], result["bag"]
+    assert result["bag"]["counts"].get("/arm_balance/command", 0) > 0
+    assert all(result["exits_clean"].values()), result["exits_clean"]
+    assert run.returncode == 0, run.stderr[-2000:]
