@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,8 +67,11 @@ HOLD_WATCH_S = 5.0
 RECOVER_TIMEOUT_S = 30.0
 #: s the graph must stay recovered (every node at its baseline level, commands flowing)
 SETTLE_S = 1.0
-#: s without an arm command after which the next is compared with the measured position
+#: s of the commands' stamps (simulation time) between two arm commands after which the next
+#: is compared with the measured position (of the newest joint state stamped at or before it)
 COMMAND_SILENCE_S = 0.1
+#: joint states kept by stamp for that comparison
+MEASURED_HISTORY = 2000
 JUMP_TOLERANCE_RAD = 1e-3
 RESUME_TOLERANCE_RAD = 0.05
 LIMIT_TOLERANCE_RAD = 1e-6
@@ -89,27 +92,29 @@ class Fault:
 
 
 def schedule(seed: int, count: int, kinds: tuple[str, ...] = KINDS) -> list[Fault]:
-    """``count`` faults drawn with ``seed``: every kind (and every node for kill/stop) comes
-    before any repeats, in a seeded order; durations drawn in each kind's range."""
+    """``count`` faults drawn with ``seed``: one of every kind first (a node drawn for kill and
+    stop), then kill and stop of every other node, then repeats, each round in a seeded order;
+    durations drawn in each kind's range."""
     rng = random.Random(seed)
-    pool: list[tuple[str, str]] = []
-    for kind in kinds:
+
+    def target(kind: str) -> str:
         if kind in ("kill", "stop"):
-            pool += [(kind, node) for node in NODES]
-        elif kind == "drive_off":
-            pool.append((kind, "1"))
-        elif kind == "ft_zero":
-            pool.append((kind, rng.choice(("left", "right"))))
-        else:
-            pool.append((kind, ""))
-    rng.shuffle(pool)
+            return rng.choice(NODES)
+        return {"drive_off": "1", "ft_zero": rng.choice(("left", "right"))}.get(kind, "")
+
+    first = [(kind, target(kind)) for kind in kinds]
+    rng.shuffle(first)
+    rest = [(kind, node) for kind in kinds if kind in ("kill", "stop") for node in NODES
+            if (kind, node) not in first]
+    rng.shuffle(rest)
+    pool = first + rest
     out: list[Fault] = []
     while len(out) < count:
-        for kind, target in pool:
+        for kind, name in pool:
             if len(out) == count:
                 break
             low, high = (0.1, 2.0) if kind == "stop" else (0.5, 2.0)
-            out.append(Fault(kind, target, round(rng.uniform(low, high), 2)))
+            out.append(Fault(kind, name, round(rng.uniform(low, high), 2)))
         rng.shuffle(pool)
     return out
 
@@ -150,10 +155,19 @@ class Monitor:
         self.unsafe: list[str] = []
         self.commands = 0
         self.clocks = 0
+        #: every arm command's stamp [ns], as received (the bag is checked against them)
+        self.command_stamps: list[int] = []
         self.last_command: tuple[float, dict[str, float]] | None = None  # wall s, positions
         self.last_command_stamp_ns = 0
+        #: (stamp, command) of the last command stamped before the newest one
+        self.reference: tuple[int, tuple[float, dict[str, float]] | None] = (0, None)
         self.last_command_wall = -math.inf
         self.measured: dict[str, float] = {}
+        #: while True (before the first fault), the largest |command - measured| is recorded
+        self.learning = True
+        self.tracking_max = 0.0
+        #: (stamp [ns], positions by name) of the newest joint states, in arrival order
+        self.measured_history: deque[tuple[int, dict[str, float]]] = deque(maxlen=MEASURED_HISTORY)
         #: status name -> (level, message, wall s)
         self.status: dict[str, tuple[int, str, float]] = {}
         self.events: list[tuple[float, str, int, str]] = []  # wall s, name, level, message
@@ -175,6 +189,8 @@ class Monitor:
 
         msg = deserialize_message(data, JointState)
         self.measured.update(zip(msg.name, msg.position, strict=False))
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self.measured_history.append((stamp, dict(self.measured)))
 
     def _on_clock(self, msg: Any) -> None:
         self.clocks += 1
@@ -187,6 +203,7 @@ class Monitor:
         now = time.monotonic()
         self.commands += 1
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self.command_stamps.append(stamp_ns)
         positions = dict(zip(msg.name, msg.position, strict=False))
         problems = []
         for name, q in positions.items():
@@ -201,18 +218,33 @@ class Monitor:
             limit = self._limit(name)
             if limit is not None and not (math.isfinite(v) and abs(v) <= limit[2] * (1 + 1e-6)):
                 problems.append(f"{name} velocity {v!r} beyond {limit[2]:.3f} rad/s")
-        silent = now - self.last_command_wall > COMMAND_SILENCE_S or self.last_command is None
-        if not silent and self.last_command is not None:
-            dt = max(0.0, 1e-9 * (stamp_ns - self.last_command_stamp_ns))
+        # a silence by the stamps (not by when this monitor got to them: under load it falls
+        # behind), or the stamps going back (a restarted simulation)
+        gap_s = 1e-9 * (stamp_ns - self.last_command_stamp_ns)
+        silent = self.last_command is None or not 0.0 <= gap_s <= COMMAND_SILENCE_S
+        # a command stamped as the last one replaces it (the simulation applies commands by
+        # stamp): both are compared with the command before them
+        if stamp_ns != self.last_command_stamp_ns:
+            self.reference = (self.last_command_stamp_ns, self.last_command)
+        ref_stamp, ref = self.reference
+        if not silent and ref is not None:
+            dt = max(0.0, 1e-9 * (stamp_ns - ref_stamp))
             for name, q in positions.items():
-                before, limit = self.last_command[1].get(name), self._limit(name)
+                before, limit = ref[1].get(name), self._limit(name)
                 if before is not None and limit is not None and math.isfinite(q) and (
                         abs(q - before) > limit[2] * dt + JUMP_TOLERANCE_RAD):
                     problems.append(f"{name} jumped {q - before:+.4f} rad in {dt * 1e3:.1f} ms")
-        elif self.measured:
+        at = self._measured_at(stamp_ns)
+        if at is not None and self.learning:  # how far commands lead the arm, no fault in force
+            self.tracking_max = max([self.tracking_max] + [
+                abs(q - at[n]) for n, q in positions.items() if n in at and math.isfinite(q)])
+        if silent and at is not None:
+            # the commands lead the measured arm by the servo's lag at speed: a resume counts as
+            # a jump beyond 1.5 times the largest lead seen before any fault
+            tolerance = max(RESUME_TOLERANCE_RAD, 1.5 * self.tracking_max)
             for name, q in positions.items():
-                measured = self.measured.get(name)
-                if measured is not None and math.isfinite(q) and abs(q - measured) > RESUME_TOLERANCE_RAD:
+                measured = at.get(name)
+                if measured is not None and math.isfinite(q) and abs(q - measured) > tolerance:
                     problems.append(f"{name} resumed {q - measured:+.4f} rad from its measured "
                                     "position")
         if problems:
@@ -220,6 +252,14 @@ class Monitor:
         self.last_command = (now, positions)
         self.last_command_stamp_ns = stamp_ns
         self.last_command_wall = now
+
+    def _measured_at(self, stamp_ns: int) -> dict[str, float] | None:
+        """The joint positions of the newest joint state stamped at or before ``stamp_ns`` (on
+        the same clock: one stamped later than that is from after a restart), or None."""
+        for stamp, positions in reversed(self.measured_history):
+            if stamp <= stamp_ns:
+                return positions
+        return None
 
     def _on_diagnostics(self, msg: Any) -> None:
         now = time.monotonic()
@@ -500,7 +540,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         first = chaos.settle(READY_TIMEOUT_S)
         if first is None:
             raise RuntimeError(f"the graph did not settle: {monitor.levels()}")
+        _spin(executor, driver.cycle_s + 0.5)  # a whole strike before any fault: the lead learnt
         chaos.baseline = monitor.levels()
+        monitor.learning = False
+        print(f"chaos: commands lead the measured arm by up to {monitor.tracking_max:.4f} rad "
+              "before any fault", flush=True)
         print(f"chaos: baseline levels {chaos.baseline}", flush=True)
         for index, fault in enumerate(faults, 1):
             row = chaos.inject(fault)
@@ -523,29 +567,46 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         executor.shutdown()
         helper.destroy_node()
         rclpy.try_shutdown(context=context)
-    bag_check = _check_bag(bag, monitor.clocks)
+    bag_check = _check_bag(bag, monitor.command_stamps)
     return {"seed": args.seed, "lock_step": args.lock_step, "faults": [asdict(r) for r in rows],
             "commands": monitor.commands, "strikes": driver.strikes, "unsafe": monitor.unsafe,
+            "command_lead_rad": round(monitor.tracking_max, 4),
             "bag": bag_check, "exits_clean": exits, "error": error, "logs": str(log_dir)}
 
 
-def _check_bag(bag: Path, clocks: int) -> dict[str, Any]:
-    """The recorded bag read with the rosbags reader: CRCs and counts."""
+def _check_bag(bag: Path, monitor_stamps: list[int]) -> dict[str, Any]:
+    """The recorded bag read with the ``mcap`` reader (not the package's), its CRCs checked;
+    the arm commands the monitor got between the bag's first and last one that the bag lacks."""
     files = sorted(bag.glob("*.mcap")) if bag.exists() else []
     if not files:
         return {"readable": False, "why": f"no MCAP in {bag}"}
     try:
         from mcap.reader import make_reader
+        from rclpy.serialization import deserialize_message
+        from sensor_msgs.msg import JointState
 
         counts: dict[str, int] = defaultdict(int)
+        stamps: list[int] = []
         with open(files[0], "rb") as stream:
             reader = make_reader(stream, validate_crcs=True)
-            for _, channel, _ in reader.iter_messages():
+            for _, channel, message in reader.iter_messages():
                 counts[channel.topic] += 1
+                if channel.topic == "/arm_balance/command":
+                    stamp = deserialize_message(message.data, JointState).header.stamp
+                    stamps.append(stamp.sec * 1_000_000_000 + stamp.nanosec)
     except Exception as exc:  # the finding: a bag readers refuse
         return {"readable": False, "why": f"{type(exc).__name__}: {exc}"}
+    missing = 0
+    if stamps:
+        recorded = set(stamps)
+        # between the bag's first and last command by arrival (a restarted simulation's stamps
+        # start again from 0): what the monitor got meanwhile
+        first, last = monitor_stamps.index(stamps[0]) if stamps[0] in monitor_stamps else 0, \
+            len(monitor_stamps) - 1 - monitor_stamps[::-1].index(stamps[-1]) \
+            if stamps[-1] in monitor_stamps else len(monitor_stamps) - 1
+        missing = sum(1 for s in monitor_stamps[first:last + 1] if s not in recorded)
     return {"readable": True, "crc_checked": True, "counts": dict(counts),
-            "monitor_clock_count": clocks}
+            "commands_missing_from_bag": missing}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -584,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     problems = [r for r in result["faults"] if r["unsafe_commands"] or r["recover_s"] is None]
     if result["error"]:
         print(f"chaos: {result['error']}", file=sys.stderr)
-    return 1 if problems or result["error"] or not result["bag"].get("readable") else 0
+    lost = result["bag"].get("commands_missing_from_bag", 0)
+    return 1 if problems or result["error"] or not result["bag"].get("readable") or lost else 0
 
 
 if __name__ == "__main__":

@@ -417,6 +417,29 @@ def test_after_a_clock_jump_commanding_resumes_from_the_measured_positions(
     assert np.all(np.abs(out.velocity) <= _accelerations(out.names) * PERIOD + 1e-12)
 
 
+def test_a_simulation_restarted_while_held_is_commanded_from_its_first_joint_state(
+        model: RobotModel) -> None:
+    """The simulation down (no joint states: held to rest on the old clock), then restarted: its
+    clock back at 0 and its first joint state, the robot at its start pose (the elbow 0.5 rad
+    elsewhere), come together. That cycle commands the measured positions at rest: never a
+    hold at the old positions, which would send the new simulation's arm back there (tools/
+    chaos.py: 2.1 rad)."""
+    rig = Rig(model)
+    rig.run(100, {"right_shoulder_pitch": -0.5})
+    rig.job = None
+    for _ in range(100):  # the simulation down: stale joint states, held to rest
+        out = rig.cycle(measure=False)
+    assert isinstance(out, Hold) and out.stopped
+    rig.t = 0.002  # restarted: its clock from 0, its first joint state with it
+    rig.positions[model.joint_names.index("right_elbow")] -= 0.5
+    out = rig.cycle(dt=0.0)
+    assert isinstance(out, Command), out
+    measured = rig.positions[rig.state.index(out.names)]
+    assert np.array_equal(out.position, measured)
+    assert not np.any(out.velocity)
+    assert rig.loop.clock_jumps == 1
+
+
 def test_clock_problem_clears_after_its_time_on_the_new_clock(model: RobotModel) -> None:
     """The clock problem stays CLOCK_PROBLEM_S on the new clock (the diagnostics carry it), then goes."""
     rig = Rig(model)
@@ -593,3 +616,74 @@ def test_ground_controller_takes_the_feet_from_the_foot_layout(model: RobotModel
     feet = FootLayout.seed()
     hull = feet.support_polygon(model).update(feet.soles_in_world(model, model.neutral()))
     assert np.array_equal(controller.support_polygon.vertices, hull)
+
+
+def test_a_joint_measured_past_its_limit_is_commanded_from_the_limit(model: RobotModel) -> None:
+    """The first cycle from measured positions with the elbow 0.6 mrad past its lower limit (a
+    simulation's soft limit; tools/chaos.py after restarting arm_balance): the command starts at
+    the limit, never beyond it, and no command goes beyond it after."""
+    rig = Rig(model)
+    elbow = model.joint_names.index("right_elbow")
+    lower = float(model.position_limits(["right_elbow"])[0][0])
+    rig.positions[elbow] = lower - 6e-4
+    sent = [rig.cycle() for _ in range(20)]
+    commands = [out for out in sent if isinstance(out, Command)]
+    assert commands
+    k = commands[0].names.index("right_elbow")
+    assert commands[0].position[k] == lower
+    assert all(out.position[k] >= lower for out in commands)
+
+
+def test_held_at_rest_and_measured_elsewhere_resumes_from_the_measurement(
+        model: RobotModel) -> None:
+    """Held to rest (joint states stopped), then joint states again with the shoulder 0.75 rad
+    from the held command and no clock jump (a restarted simulation whose joint states came
+    before its /clock; tools/chaos.py): the first command is at the measured positions, not a
+    0.75 rad step back to where the arm was held; within RESUME_FROM_MEASURED_RAD it resumes
+    from the held command."""
+    rig = Rig(model)
+    rig.run(100, {"right_shoulder_pitch": -0.5})
+    rig.job = None
+    for _ in range(100):
+        out = rig.cycle(measure=False)
+    assert isinstance(out, Hold) and out.stopped
+    held = out.position.copy()
+    k = out.names.index("right_shoulder_pitch")
+    rig.positions[rig.state.index(out.names)] = held  # the arms where they were held
+    rig.positions[model.joint_names.index("right_shoulder_pitch")] = held[k] + 0.75
+    out = rig.cycle()
+    assert isinstance(out, Command)
+    assert np.array_equal(out.position, rig.positions[rig.state.index(out.names)])
+    rig2 = Rig(model)
+    rig2.run(100, {"right_shoulder_pitch": -0.5})
+    rig2.job = None
+    for _ in range(100):
+        out = rig2.cycle(measure=False)
+    held = out.position.copy()
+    rig2.positions[rig2.state.index(out.names)] = held
+    rig2.positions[model.joint_names.index("right_shoulder_pitch")] = held[k] + 0.01
+    out = rig2.cycle()
+    assert isinstance(out, Command)
+    assert abs(out.position[k] - held[k]) < 1e-9  # from the held command: within the tolerance
+
+
+def test_braking_when_the_clock_goes_back_goes_on_from_the_measured_positions(
+        model: RobotModel) -> None:
+    """Moving when the clock goes back, with the joint state of the new clock saying the arm is
+    0.5 rad elsewhere (a restarted simulation, no hold steps while it was down): the holds brake
+    from the measured positions, within the acceleration limits, never a step back to where the
+    arm was commanded (tools/chaos.py: 0.85 rad)."""
+    rig = Rig(model)
+    before = rig.run(100, {"right_shoulder_pitch": -1.0})
+    assert abs(before.velocity[0] + 1.0) < 1e-9
+    rig.t = 0.002
+    k = before.names.index("right_shoulder_pitch")
+    rig.positions[model.joint_names.index("right_shoulder_pitch")] = before.position[k] + 0.5
+    sent: list[Command | Hold] = [before]
+    for _ in range(100):
+        out = rig.cycle()
+        assert out is not None
+        sent.append(out)
+    assert isinstance(sent[1], Hold)
+    assert abs(sent[1].position[k] - (before.position[k] + 0.5)) <= 1.0 * PERIOD + 1e-9
+    assert _velocity_steps_within_limits(sent)

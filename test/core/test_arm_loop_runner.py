@@ -28,7 +28,7 @@ class Rig:
     node would write, a repeat included (the last one again).
     """
 
-    def __init__(self, **overrides: Any) -> None:
+    def __init__(self, shared_clock: bool | None = None, **overrides: Any) -> None:
         config = config_from_values(overrides)
         model, controller = build_controller(config)
         self.t_ns = 1_000_000_000_000
@@ -38,7 +38,8 @@ class Rig:
         self.loop = ArmLoop(controller, measured, config.loop_config())
         self.warnings: list[tuple[str, str]] = []
         self.runner = ArmLoopRunner(
-            self.loop, measured, lock_step=config.lock_step, shared_clock=not config.lock_step,
+            self.loop, measured, lock_step=config.lock_step,
+            shared_clock=not config.lock_step if shared_clock is None else shared_clock,
             start_ns=self.t_ns, linger_s=2.0 / config.diagnostics_rate_hz,
             warn=lambda key, text: self.warnings.append((key, text)),
             monotonic=lambda: self.t_ns * 1e-9)
@@ -271,3 +272,50 @@ def test_a_standing_hold_is_not_sent_again(timer: Rig) -> None:
     assert not np.any(d.sent[-1][3])
     d.tick()
     assert len(d.sent) == count
+
+
+def test_after_the_clock_went_back_the_held_command_is_not_repeated(lock_step: Rig) -> None:
+    """Held to rest (the stamps stopped), then the node clock goes back (a simulation restarted)
+    with no joint state on the new clock yet: the held command is not sent again (it is where
+    the old robot was held: tools/chaos.py saw the restarted simulation's arm sent 0.85 rad);
+    the first joint state of the new clock is commanded from where it measures."""
+    d = lock_step
+    d.runner.activate()
+    _move(d, 100, stamped=True)
+    stamp = d.t_ns - PERIOD_NS
+    for _ in range(200):  # frozen stamps: held to rest
+        d.t_ns += PERIOD_NS
+        d.joint_state(stamp)
+    assert not np.any(d.sent[-1][3])
+    sent = len(d.sent)
+    d.t_ns = PERIOD_NS  # the clock back to the restarted simulation's
+    d.record(d.runner.tick(d.t_ns, stamp))
+    assert len(d.sent) == sent
+    d.positions[d.names.index("right_elbow")] += 0.5  # the new robot elsewhere
+    d.joint_state(d.t_ns)
+    assert len(d.sent) == sent + 1 and not d.sent[-1][4]
+    names = d.sent[-1][1]
+    measured = d.positions[[d.names.index(n) for n in names]]
+    # one step from the measured positions at rest: within the acceleration limits' dt^2
+    assert np.all(np.abs(d.sent[-1][2] - measured) <= d.accelerations(names) * (PERIOD_NS * 1e-9) ** 2)
+
+
+def test_held_still_a_refused_joint_state_is_not_answered() -> None:
+    """trigger joint_states on the simulation's clock (stamps and node clock compared), held to
+    rest: joint states then stamped far behind the node clock (a restarted simulation's, come
+    before its /clock) are refused and not answered with the held command, which the new
+    simulation applies at once (another clock) and which sent its arm 0.69 rad (tools/chaos.py)."""
+    d = Rig(shared_clock=True, trigger="joint_states")
+    d.runner.activate()
+    _move(d, 100, stamped=True)
+    stamp = d.t_ns - PERIOD_NS
+    for _ in range(200):  # frozen stamps: held to rest
+        d.t_ns += PERIOD_NS
+        d.joint_state(stamp)
+    assert not np.any(d.sent[-1][3])
+    sent = len(d.sent)
+    for k in range(50):  # the restarted simulation's, stamped from 2 ms
+        d.t_ns += PERIOD_NS
+        d.joint_state((k + 1) * PERIOD_NS)
+    assert len(d.sent) == sent
+    assert "behind the node clock" in d.loop.problems["joint_states_input"]

@@ -156,7 +156,7 @@ def test_free_floating_mode_moves_the_job_hand_and_holds_the_other(rclpy_context
         h.activate()
         twist = [0.03, 0.0, 0.02, 0.0, 0.0, 0.0]
         h.twist = ("world", twist)
-        assert _publish_base_pose(h, 3.0, lambda: len(h.commands) > 200)
+        assert _publish_base_pose(h, 30.0, lambda: len(h.commands) > 200)  # an event: 200 commands
         model = RobotModel(urdf_path("humanoid"), floating_base=True)
         last = h.commands[-1]
         q = model.neutral()

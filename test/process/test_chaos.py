@@ -39,5 +39,6 @@ def test_a_short_chaos_run_commands_nothing_unsafe_and_recovers(tmp_path: Path,
     assert result["commands"] > 500  # the arm was commanded throughout
     assert result["bag"]["readable"] and result["bag"]["crc_checked"], result["bag"]
     assert result["bag"]["counts"].get("/arm_balance/command", 0) > 0
+    assert result["bag"]["commands_missing_from_bag"] == 0
     assert all(result["exits_clean"].values()), result["exits_clean"]
     assert run.returncode == 0, run.stderr[-2000:]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from humanoid_balance.exceptions import ConfigurationError
 
-__all__ = ["CLOCK_PROBLEM_S", "MAX_LAG_S", "MAX_STEPS", "ArmLoopConfig"]
+__all__ = ["CLOCK_PROBLEM_S", "MAX_LAG_S", "MAX_STEPS", "RESUME_FROM_MEASURED_RAD", "ArmLoopConfig"]
 
 #: a cycle integrates at most this many nominal periods (a longer gap is caught up over the
 #: next cycles, its commands stamped on the grid, behind the clock meanwhile)
@@ -17,6 +17,11 @@ MAX_LAG_S = 1.0
 #: s (on the new clock) the ``clock`` problem stays after the clock went back: long enough for
 #: the diagnostics to carry it
 CLOCK_PROBLEM_S = 1.0
+#: rad: held at rest, commands resume from the measured positions (not from the held command)
+#: where an arm joint is measured further than this from it: the robot is not where it was held
+#: (a restarted simulation whose first joint states came before its /clock; tools/chaos.py saw
+#: one command 0.75 rad from the arm, then a jump back)
+RESUME_FROM_MEASURED_RAD = 0.05
 
 
 @dataclass(frozen=True)

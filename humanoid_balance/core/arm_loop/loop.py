@@ -12,7 +12,13 @@ import numpy as np
 
 from humanoid_balance.core import kernels
 from humanoid_balance.core.arm_controller import ArmController
-from humanoid_balance.core.arm_loop.config import CLOCK_PROBLEM_S, MAX_LAG_S, MAX_STEPS, ArmLoopConfig
+from humanoid_balance.core.arm_loop.config import (
+    CLOCK_PROBLEM_S,
+    MAX_LAG_S,
+    MAX_STEPS,
+    RESUME_FROM_MEASURED_RAD,
+    ArmLoopConfig,
+)
 from humanoid_balance.core.arm_loop.job_input import JobInput, MeasuredMargin, job_problem
 from humanoid_balance.core.arm_loop.measured import MeasuredState
 from humanoid_balance.core.arm_loop.outputs import (
@@ -76,6 +82,9 @@ class ArmLoop:
         self._dropped_since: str | None = None
         # the next command starts from the measured positions at rest (after activation)
         self._from_measured = False
+        #: the last command may be sent again for a period asked again (lock-step); False after
+        #: the clock went back, until a command or hold step is made on the new clock
+        self.repeatable = True
 
     @property
     def clock_jumps(self) -> int:
@@ -220,11 +229,18 @@ class ArmLoop:
         q = state.q.copy()
         if self.state is not LoopState.RUNNING:
             velocity = None
-            if self._from_measured and self.state is not LoopState.STOPPING:
-                pass  # activated: from the measured positions, at rest
-            elif self._cmd_names:
+            if self._cmd_names and not self._from_measured and self.state is LoopState.HELD and (
+                    self._held_elsewhere(q)):
+                self._from_measured = True  # at rest, so no velocity step: where the robot is
+            if self._cmd_names and not (self._from_measured and self.state is not LoopState.STOPPING):
                 q[self._arm_q_of(self.controller.names)] = self._by_name(self._cmd_p)
                 velocity = self._by_name(self._cmd_v)
+            else:
+                # the first command, or activated: from the measured positions, at rest; a joint
+                # measured past its limit (a simulation's soft limit, an encoder past a stop) is
+                # commanded from the limit, never beyond it (tools/chaos.py: an elbow 0.6 mrad
+                # past it, after a restart of arm_balance)
+                self._clip_to_limits(q)
             self.controller.reset(q, velocity)
             self._from_measured = False
             self.state = LoopState.RUNNING
@@ -246,6 +262,7 @@ class ArmLoop:
         self.last_output = out
         self.cycles += 1
         self._cmd_names, self._cmd_p, self._cmd_v = out.names, out.position, out.velocity
+        self.repeatable = True
         return Command(out.names, out.position, out.velocity, out.momentum,
                        self.controller.model_zmp(out), self.guard_scale, out, self._time_s())
 
@@ -259,7 +276,23 @@ class ArmLoop:
         if jump is None and last is not None:  # (jitter back: the latest reading stays the mark)
             self._clock.last_s = max(now_s, last)
         if jump is not None:
-            state.invalidate()
+            # moving: every measurement waits (the hold brakes from the commands); at rest (held
+            # already, e.g. while a simulation was down), the joint state that came with the jump
+            # stays: it is where the robot is, and a hold at the old positions would send the
+            # restarted simulation's arm there (2.1 rad away, found by tools/chaos.py)
+            at_rest = not self._cmd_names or not np.any(self._cmd_v)
+            times = state.joint_times_s[self._arm_idx]
+            if self._cmd_names and not at_rest and np.all(times <= now_s + CLOCK_BACK_TOLERANCE_S):
+                # still braking (trigger joint_states: no arrivals, no hold steps while a
+                # simulation was down), and the joint state that came with the jump says where
+                # the arms are: the braking goes on from there, not from where they were
+                # commanded (a restarted simulation's arm is elsewhere: tools/chaos.py, 0.85 rad)
+                self._cmd_p = state.q[self._arm_q_of(self._cmd_names)].copy()
+            state.invalidate(now_s if at_rest else None)
+            # the held command is not repeated on the new clock: it is where the robot was
+            # before the jump, and a restarted simulation's arm is elsewhere (tools/chaos.py: a
+            # repeat 0.85 rad away); a hold step that brakes is still sent
+            self.repeatable = False
             self._dropped = (job, margin)
             self._switched_s = -math.inf
             self._last_t = None
@@ -280,6 +313,18 @@ class ArmLoop:
         if margin is not None and margin is dropped_margin:
             margin = None
         return job, margin
+
+    def _held_elsewhere(self, q: np.ndarray) -> bool:
+        """Whether an arm joint of ``q`` is further than RESUME_FROM_MEASURED_RAD from the held
+        command (which is at rest)."""
+        measured = q[self._arm_q_of(self._cmd_names)]
+        return bool(np.any(np.abs(measured - self._cmd_p) > RESUME_FROM_MEASURED_RAD))
+
+    def _clip_to_limits(self, q: np.ndarray) -> None:
+        """The arm joints of ``q`` within their position limits, in place."""
+        limits = self.controller.arm_limits
+        index = self._arm_q_of(limits.names)
+        q[index] = np.clip(q[index], limits.lower, limits.upper)
 
     def _arm_q_of(self, names: tuple[str, ...]) -> np.ndarray:
         """Indices in ``q`` of the arm joints ``names`` (cached for the current order)."""
@@ -353,6 +398,7 @@ class ArmLoop:
         self._cmd_v = v_new
         self.state = LoopState.STOPPING if np.any(v_new) else LoopState.HELD
         self.holds += 1
+        self.repeatable = True
         return Hold(self._cmd_names, self._cmd_p.copy(), v_new.copy(), reason, True,
                     self._time_s())
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from humanoid_balance.core import kernels
+from humanoid_balance.core.freshness import CLOCK_BACK_TOLERANCE_S
 
 __all__ = ["BASE_POSITION_LIMIT_M", "MEASURED_LIMIT_TOLERANCE_RAD", "MeasuredState"]
 
@@ -60,15 +61,23 @@ class MeasuredState:
         """Indices of the joints ``names`` in :attr:`q`."""
         return self._q_of_joint[self.index(names)]
 
-    def invalidate(self) -> None:
+    def invalidate(self, now_s: float | None = None) -> None:
         """Forget when anything was measured: every joint (and the base pose) must come again.
 
         The positions stay (a joint never measured again keeps its last value, as the
-        neutral one before any measurement), but nothing counts as fresh.
+        neutral one before any measurement), but nothing counts as fresh. With ``now_s`` [s]
+        (the clock went back to it), what was received on the new clock, at ``now_s`` or
+        before, stays: the joint state that came with the jump (a restarted simulation's
+        first) is a measurement of the robot as it is now.
         """
-        self.joint_times_s[:] = np.nan
-        self.joint_stamps_ns[:] = 0
-        self.base_pose_time_s = math.nan
+        if now_s is None:
+            old = np.ones(len(self.joint_times_s), dtype=bool)
+        else:
+            old = ~(self.joint_times_s <= now_s + CLOCK_BACK_TOLERANCE_S)  # NaN: old too
+        self.joint_times_s[old] = np.nan
+        self.joint_stamps_ns[old] = 0
+        if now_s is None or not self.base_pose_time_s <= now_s + CLOCK_BACK_TOLERANCE_S:
+            self.base_pose_time_s = math.nan
 
     def update_joints(self, names: tuple[str, ...], position: np.ndarray, now_s: float,
                       stamp_ns: int = 0) -> str | None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from humanoid_balance.core.arm_loop.job_input import JobInput, MeasuredMargin
 from humanoid_balance.core.arm_loop.lock_step import joint_state_stamp_problem, triggers
-from humanoid_balance.core.arm_loop.loop import ArmLoop
+from humanoid_balance.core.arm_loop.loop import ArmLoop, LoopState
 from humanoid_balance.core.arm_loop.measured import MeasuredState
 from humanoid_balance.core.arm_loop.outputs import Command, Hold, LoopStatus
 
@@ -144,6 +144,11 @@ class ArmLoopRunner:
         if not refused and stamp_ns != last and triggers(stamp_ns, last, clock, self.loop.config):
             self._last_trigger_ns = stamp_ns
             return self.tick(now_ns, stamp_ns)
+        if refused and self.loop.state is LoopState.HELD:
+            # standing still, a refused sample is no period to answer: the held command repeated
+            # reached a restarted simulation (its first joint states, stamped from 0, came
+            # before its /clock) and sent its arm where the old one was held (tools/chaos.py)
+            return None
         if last is not None:
             return self._untriggered(now_ns, last, same=not refused and stamp_ns == last)
         return None
@@ -209,7 +214,7 @@ class ArmLoopRunner:
         if isinstance(result, Command) or (isinstance(result, Hold) and result.fresh):
             return Publish(stamp_ns if stamp_ns is not None else self.stamp_ns(result, now_ns),
                            result)
-        if stamp_ns is not None:
+        if stamp_ns is not None and self.loop.repeatable:
             return Publish(stamp_ns, None)  # a lock-step simulation gets its answer
         return None
 
