@@ -17,15 +17,16 @@ from humanoid_balance.ros_env import use_loopback_dds  # noqa: E402
 
 
 def _domain_id() -> int:
-    """This session's (or xdist worker's) private ROS_DOMAIN_ID, 1-232 (Fast DDS's ports).
+    """This session's (or xdist worker's) private ROS_DOMAIN_ID, 1-101 (``ros_env``: ports
+    above collide on Linux).
 
     ``HB_TEST_DOMAIN_ID`` (else the pid) picks the session's; xdist worker ``gwN`` takes the
-    N-th after it, 101 apart, so that a session's workers never share a domain.
+    one 50 N after it (modulo 101), so that a session's two workers never share a domain.
     """
     base = int(os.environ.get("HB_TEST_DOMAIN_ID", 1 + os.getpid() % 100))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    return 1 + (base - 1 + 101 * index) % 232
+    return 1 + (base - 1 + 50 * index) % 101
 
 
 # Set before any test imports rclpy: every DDS participant of the suite, and of
