@@ -16,23 +16,31 @@ two option bytes), then the fields in order, each aligned to its size (8 for
 ``uint32`` length including its NUL, then its bytes and the NUL; a sequence a
 ``uint32`` count, then its elements (no alignment for an empty one). Padding
 bytes are written as zeros (rclpy leaves whatever was in memory there: compare
-messages, not bytes).
+messages, not bytes). The readers also read the same layout big endian
+(``00 00``, CDR_BE) and plain XCDR2 (``00 07`` and ``00 06``: no value aligned to
+more than 4 bytes), as rclpy does; the writers write ``00 01`` only.
 
 A reader either gives the values ``rclpy.serialization.deserialize_message``
 reads from the same bytes or raises :class:`InvalidInputError` (nothing else:
 no ``struct.error``, no ``UnicodeDecodeError``, no allocation from a length
-field; a count that cannot fit the bytes left is refused before any loop). It
-refuses some bytes that rclpy reads, on purpose:
+field; a count, a length or a sequence that cannot fit the bytes left is
+refused before anything of it is read). No bytes need rclpy then: given malformed bytes, rclpy's C
+type support prints a line such as "sequence size exceeds remaining buffer" to
+the process's stderr for each such message, unthrottled. The readers refuse
+some bytes that rclpy reads, on purpose:
 
-- another encapsulation than ``00 01`` (big endian, PL_CDR, XCDR2): rclpy
-  byte-swaps big endian and reads XCDR2 with its own alignment; callers may hand
-  these to rclpy (:func:`rclpy_may_read`);
+- an encapsulation of a type that is not final (``00 02``, ``00 03``: PL_CDR;
+  ``00 08`` to ``00 0b``: D_CDR2, PL_CDR2): rclpy reads them as plain CDR,
+  which they are not (parameter headers, a DHEADER); a ROS 2 message type is
+  final;
 - a string without its NUL (rclpy keeps the last byte as a character), with a
   NUL before its end (rclpy cuts it there) or not UTF-8 (rclpy puts U+FFFD in
   place of the bad bytes);
 - content that runs into the padding the option bytes announce (their last two
   bits, DDS-XTypes 1.3 7.6.3.1.2): rclpy honours that count when the length is a
-  multiple of 4 only.
+  multiple of 4 only;
+- a ``Float64MultiArray`` whose dimension count runs past its bytes (rclpy
+  takes no dimension and reads the rest from the bytes after the count).
 
 It accepts what rclpy accepts otherwise, bytes after the content included.
 ``header_stamp_ns`` reads the stamp alone: it gives the stamp of bytes whose
@@ -44,8 +52,9 @@ the writers in :mod:`humanoid_balance.cdr_writers`; this module gathers them, th
 nodes import.
 
 No rclpy here: ``test/test_cdr.py`` checks every reader and writer against
-``rclpy.serialization`` on random messages; ``test/test_cdr_fuzz.py`` and
-``tools/fuzz_cdr.py`` on mutated ones.
+``rclpy.serialization`` on random messages; ``test/test_cdr_other_encodings.py`` the
+big-endian and XCDR2 ones, and that malformed ones leave stderr silent;
+``test/test_cdr_fuzz.py`` and ``tools/fuzz_cdr.py`` on mutated ones.
 """
 
 
@@ -58,7 +67,6 @@ from humanoid_balance.cdr_readers import (
     JointStateSample,
     StampedWrench,
     header_stamp_ns,
-    rclpy_may_read,
     read_float64,
     read_float64_multi_array,
     read_wrench_stamped,
@@ -104,7 +112,6 @@ __all__ = [
     "imu_writer",
     "joint_state_message",
     "pose_stamped_writer",
-    "rclpy_may_read",
     "read_float64",
     "read_float64_multi_array",
     "read_wrench_stamped",

@@ -2,7 +2,10 @@
 
 Each gives the values ``rclpy.serialization.deserialize_message`` reads from the same
 bytes or raises :class:`~humanoid_balance.exceptions.InvalidInputError`; what they
-refuse on purpose is listed in :mod:`humanoid_balance.cdr`.
+refuse on purpose is listed in :mod:`humanoid_balance.cdr`. They read plain CDR and
+plain XCDR2 of either byte order (:data:`~humanoid_balance.cdr_primitives.ENCODINGS`):
+no bytes need rclpy, which prints a line to the process's stderr for each malformed
+message it is given (a sender of such bytes would flood the log at its own rate).
 """
 
 from __future__ import annotations
@@ -13,41 +16,28 @@ from typing import NamedTuple
 import numpy as np
 
 from humanoid_balance.cdr_primitives import (
-    DOUBLE,
+    CDR_LE,
     EMPTY,
+    ENCODINGS,
     PAYLOAD_START,
-    STAMP,
-    UINT32,
-    WRENCH,
+    Encoding,
     align,
-    check_encapsulation,
     check_end,
+    native,
     read_count,
     read_doubles,
     read_header,
     read_string,
+    refuse_encapsulation,
 )
 from humanoid_balance.exceptions import InvalidInputError
 
 #: the encapsulation identifiers rclpy (Fast CDR) reads besides ``00 01``: CDR_BE, PL_CDR_BE and
 #: _LE, CDR2_BE and _LE, D_CDR2_BE and _LE, PL_CDR2_BE and _LE (it reads them all as plain CDR
-#: of the byte order of their last bit)
+#: of their version and of the byte order of their last bit). The readers read CDR_BE, CDR2_LE
+#: and CDR2_BE themselves and refuse the others (layouts of types that are not final).
 OTHER_ENCAPSULATIONS_RCLPY_READS = frozenset(
     bytes([0, kind]) for kind in (0x00, 0x02, 0x03, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B))
-
-
-def rclpy_may_read(data: bytes) -> bool:
-    """Whether bytes a reader here refused may go to ``rclpy.serialization.deserialize_message``.
-
-    Yes for an encapsulation the readers leave to rclpy (big endian, XCDR2: see
-    :data:`OTHER_ENCAPSULATIONS_RCLPY_READS`) with more than its 4 header bytes.
-    No for plain little-endian CDR: the reader's refusal stands (rclpy would read
-    some of those bytes as garbage, e.g. a ``Float64MultiArray`` whose dimension
-    count runs past the bytes comes out with values from the wrong offsets); and no
-    for 4 bytes whose options announce padding: rclpy reads past their end
-    (garbage values, at times a segmentation fault).
-    """
-    return len(data) > PAYLOAD_START and data[:2] in OTHER_ENCAPSULATIONS_RCLPY_READS
 
 
 def header_stamp_ns(data: bytes) -> int:
@@ -56,15 +46,17 @@ def header_stamp_ns(data: bytes) -> int:
     Only the stamp is read: bytes whose rest is malformed give their stamp all the same.
 
     Raises:
-        InvalidInputError: not plain little-endian CDR, or shorter than a stamp.
+        InvalidInputError: an encapsulation the readers do not read, or shorter than a stamp.
     """
-    check_encapsulation(data, "header stamp")
+    encoding = ENCODINGS.get(data[:2])
+    if encoding is None or len(data) < PAYLOAD_START:
+        refuse_encapsulation(data, "header stamp")
     try:
-        sec, nanosec = STAMP.unpack_from(data, PAYLOAD_START)
+        sec, nanosec = encoding.stamp.unpack_from(data, PAYLOAD_START)
     except struct.error as error:
         raise InvalidInputError(f"header stamp: {len(data)} bytes, too short ({error})") from error
     if data[3] & 3:  # options that announce padding at the end
-        check_end(data, PAYLOAD_START + STAMP.size, "header stamp")
+        check_end(data, PAYLOAD_START + 8, "header stamp")
     return sec * 1_000_000_000 + nanosec
 
 
@@ -86,17 +78,17 @@ def read_wrench_stamped(data: bytes) -> StampedWrench:
     """A serialized ``geometry_msgs/WrenchStamped``.
 
     Raises:
-        InvalidInputError: not plain little-endian CDR, truncated, or a frame_id that is not
-            a NUL-terminated UTF-8 string.
+        InvalidInputError: an encapsulation the readers do not read, truncated, or a frame_id
+            that is not a NUL-terminated UTF-8 string.
     """
     try:
-        stamp, frame_id, offset = read_header(data, "WrenchStamped")
-        offset = align(offset, 8)
-        values = WRENCH.unpack_from(data, offset)
+        encoding, stamp, frame_id, offset = read_header(data, "WrenchStamped")
+        offset = align(offset, encoding.align8)
+        values = encoding.wrench.unpack_from(data, offset)
     except struct.error as error:
         raise InvalidInputError(f"WrenchStamped of {len(data)} bytes: {error}") from error
     if data[3] & 3:  # options that announce padding at the end
-        check_end(data, offset + WRENCH.size, "WrenchStamped")
+        check_end(data, offset + 48, "WrenchStamped")
     return StampedWrench(stamp, frame_id, values)  # type: ignore[arg-type]
 
 
@@ -144,16 +136,20 @@ class JointStateReader:
         #: is, the count and where its values start: a message of that length whose names end
         #: there and whose counts are those has its values there
         self._layout: tuple[int, int, tuple[tuple[int, int, int], ...]] = (-1, -1, ())
+        #: the encoding of the messages the names and the layout above were read from
+        self._encoding = CDR_LE
 
     def read(self, data: bytes) -> JointStateSample:
         """The message's fields.
 
         Raises:
-            InvalidInputError: not plain little-endian CDR, truncated, or a frame_id or a name
-                that is not a NUL-terminated UTF-8 string.
+            InvalidInputError: an encapsulation the readers do not read, truncated, or a
+                frame_id or a name that is not a NUL-terminated UTF-8 string.
         """
         try:
-            stamp, frame_id, offset = read_header(data, "JointState")
+            encoding, stamp, frame_id, offset = read_header(data, "JointState")
+            if encoding is not self._encoding:  # another byte order or alignment: forget all
+                self._names_bytes, self._layout, self._encoding = b"", (-1, -1, ()), encoding
             start = align(offset, 4)
             known = self._names_bytes
             if known and self._same_names(data, start):
@@ -161,43 +157,29 @@ class JointStateReader:
                 offset = start + len(known)
                 length, names_end, arrays = self._layout
                 if length == len(data) and names_end == offset:
-                    unpack = UINT32.unpack_from
+                    unpack = encoding.uint32.unpack_from
                     (p_at, p_count, p_start), (v_at, v_count, v_start), (e_at, e_count, e_start) \
                         = arrays
                     if unpack(data, p_at)[0] == p_count and unpack(data, v_at)[0] == v_count \
                             and unpack(data, e_at)[0] == e_count:
                         if data[3] & 3:  # options that announce padding at the end
                             check_end(data, e_start + 8 * e_count, "JointState")
+                        f8 = encoding.float64
                         # (three calls written out: a generator costs more than a read)
-                        return JointStateSample(
+                        sample = JointStateSample(
                             stamp, frame_id, names,
-                            np.frombuffer(data, "<f8", p_count, p_start) if p_count else EMPTY,
-                            np.frombuffer(data, "<f8", v_count, v_start) if v_count else EMPTY,
-                            np.frombuffer(data, "<f8", e_count, e_start) if e_count else EMPTY)
+                            np.frombuffer(data, f8, p_count, p_start) if p_count else EMPTY,
+                            np.frombuffer(data, f8, v_count, v_start) if v_count else EMPTY,
+                            np.frombuffer(data, f8, e_count, e_start) if e_count else EMPTY)
+                        return sample if encoding.native else _native(sample)
             else:
-                count = read_count(data, start, 4, "JointState names")  # each has its length
-                offset = start + 4
-                decoded = []
-                significant = [(start, offset)]  # the count, then each string, not the padding
-                for _ in range(count):
-                    name, end = read_string(data, offset, "JointState name")
-                    significant.append((align(offset, 4), end))  # length, characters
-                    decoded.append(name)
-                    offset = end
-                names = tuple(decoded)
-                mask = np.zeros(offset - start, dtype=np.uint8)
-                for first, end in significant:
-                    mask[first - start:end - start] = 0xFF
-                self._names_mask = mask
-                self._names_bytes = (np.frombuffer(data, np.uint8, offset - start, start)
-                                     & mask).tobytes()
-                self._names = names
+                names, offset = self._decode_names(data, start, encoding)
             names_end = offset
             layout: list[tuple[int, int, int]] = []
             values: list[np.ndarray] = []
             for _ in range(3):  # position, velocity, effort
                 at = align(offset, 4)
-                array, offset = read_doubles(data, offset)
+                array, offset = read_doubles(data, offset, encoding)
                 layout.append((at, len(array), offset - 8 * len(array)))
                 values.append(array)
             if data[3] & 3:  # options that announce padding at the end
@@ -208,6 +190,27 @@ class JointStateReader:
                 raise
             raise InvalidInputError(f"JointState of {len(data)} bytes: {error}") from error
         return JointStateSample(stamp, frame_id, names, *values)
+
+    def _decode_names(self, data: bytes, start: int, encoding: Encoding) -> tuple[tuple[str, ...], int]:
+        """The names whose count is at ``start`` and the offset after them; kept with their
+        bytes (the padding masked out) for the next messages."""
+        count = read_count(data, start, 4, "JointState names", encoding)  # each has its length
+        offset = start + 4
+        decoded = []
+        significant = [(start, offset)]  # the count, then each string, not the padding
+        for _ in range(count):
+            name, end = read_string(data, offset, encoding, "JointState name")
+            significant.append((align(offset, 4), end))  # length, characters
+            decoded.append(name)
+            offset = end
+        names = tuple(decoded)
+        mask = np.zeros(offset - start, dtype=np.uint8)
+        for first, end in significant:
+            mask[first - start:end - start] = 0xFF
+        self._names_mask = mask
+        self._names_bytes = (np.frombuffer(data, np.uint8, offset - start, start) & mask).tobytes()
+        self._names = names
+        return names, offset
 
     def _same_names(self, data: bytes, start: int) -> bool:
         """Whether ``data`` holds the last names at ``start``, padding aside."""
@@ -221,23 +224,33 @@ class JointStateReader:
         return (view & self._names_mask).tobytes() == known
 
 
+def _native(sample: JointStateSample) -> JointStateSample:
+    """``sample`` with its arrays (views of bytes of the other byte order) as native copies."""
+    position, velocity, effort = (native(values) if values.size else EMPTY
+                                  for values in sample[3:])
+    return sample._replace(position=position, velocity=velocity, effort=effort)
+
+
 def read_float64_multi_array(data: bytes) -> np.ndarray:
-    """The ``data`` of a serialized ``std_msgs/Float64MultiArray`` (a read-only view).
+    """The ``data`` of a serialized ``std_msgs/Float64MultiArray`` (read-only: a view of the
+    bytes, or a native copy of big-endian ones).
 
     Raises:
-        InvalidInputError: not plain little-endian CDR, truncated, or a dimension label that
-            is not a NUL-terminated UTF-8 string.
+        InvalidInputError: an encapsulation the readers do not read, truncated, or a dimension
+            label that is not a NUL-terminated UTF-8 string.
     """
-    check_encapsulation(data, "Float64MultiArray")
+    encoding = ENCODINGS.get(data[:2])
+    if encoding is None or len(data) < PAYLOAD_START:
+        refuse_encapsulation(data, "Float64MultiArray")
     try:
         # label (its length at least), size, stride: 12 bytes a dimension at least
-        dims = read_count(data, PAYLOAD_START, 12, "Float64MultiArray dimensions")
+        dims = read_count(data, PAYLOAD_START, 12, "Float64MultiArray dimensions", encoding)
         offset = PAYLOAD_START + 4
         for _ in range(dims):
-            _, offset = read_string(data, offset, "Float64MultiArray label")
+            _, offset = read_string(data, offset, encoding, "Float64MultiArray label")
             offset = align(offset, 4) + 8
         offset = align(offset, 4) + 4  # data_offset
-        values, end = read_doubles(data, offset)
+        values, end = read_doubles(data, offset, encoding)
     except struct.error as error:
         raise InvalidInputError(f"Float64MultiArray of {len(data)} bytes: {error}") from error
     if data[3] & 3:  # options that announce padding at the end
@@ -249,11 +262,13 @@ def read_float64(data: bytes) -> float:
     """The value of a serialized ``std_msgs/Float64``.
 
     Raises:
-        InvalidInputError: not plain little-endian CDR, or shorter than a double.
+        InvalidInputError: an encapsulation the readers do not read, or shorter than a double.
     """
-    check_encapsulation(data, "Float64")
-    if len(data) < PAYLOAD_START + DOUBLE.size:
+    encoding = ENCODINGS.get(data[:2])
+    if encoding is None or len(data) < PAYLOAD_START:
+        refuse_encapsulation(data, "Float64")
+    if len(data) < PAYLOAD_START + 8:
         raise InvalidInputError(f"Float64 of {len(data)} bytes: too short for its value")
     if data[3] & 3:  # options that announce padding at the end
-        check_end(data, PAYLOAD_START + DOUBLE.size, "Float64")
-    return float(DOUBLE.unpack_from(data, PAYLOAD_START)[0])
+        check_end(data, PAYLOAD_START + 8, "Float64")
+    return float(encoding.double.unpack_from(data, PAYLOAD_START)[0])

@@ -292,16 +292,6 @@ def test_joint_state_message_round_trips_through_rclpy() -> None:
             assert _bits(getattr(read, field)) == _bits(getattr(msg, field)), field
 
 
-def test_big_endian_is_refused_with_what_to_do() -> None:
-    """Bytes that are not little-endian plain CDR are refused, naming the encapsulation found."""
-    from geometry_msgs.msg import WrenchStamped
-
-    data = bytearray(serialize_message(WrenchStamped()))
-    data[1] = 0x00  # CDR_BE
-    with pytest.raises(InvalidInputError, match=r"encapsulation 00 00 00 00, expected 00 01 .*rclpy"):
-        cdr.read_wrench_stamped(bytes(data))
-
-
 def test_truncated_messages_are_refused() -> None:
     """Each reader refuses every cut of a message short of its last field, with InvalidInputError."""
     from geometry_msgs.msg import WrenchStamped
@@ -633,8 +623,8 @@ def test_shorter_than_the_encapsulation_header_is_refused() -> None:
 def test_rclpy_reads_past_four_bytes_that_announce_padding() -> None:
     """rclpy takes ``00 01 00 01`` (4 bytes, one padding byte announced) for a Float64 read from
     the memory after them (or dies of it), where the readers refuse it: why the fuzzing never
-    gives rclpy such bytes in its own process, and why rclpy_may_read says no to them. This
-    fails once rclpy refuses them: the guard can go then."""
+    gives rclpy such bytes in its own process, and why no node hands rclpy what the readers
+    refuse. This fails once rclpy refuses them: the note can go then."""
     import signal
     import subprocess
     import sys
@@ -647,17 +637,3 @@ def test_rclpy_reads_past_four_bytes_that_announce_padding() -> None:
     assert result.returncode == -signal.SIGSEGV or result.stdout.strip() == "read", result.stderr
     with pytest.raises(InvalidInputError):
         cdr.read_float64(b"\x00\x01\x00\x01")
-
-
-def test_rclpy_may_read_what_the_readers_leave_to_it_only() -> None:
-    """Big-endian and XCDR2 bytes may go to rclpy (it reads them), plain little-endian bytes a
-    reader refused may not (its refusal stands), nor 4 bytes of any encapsulation."""
-    from std_msgs.msg import Float64
-
-    big = b"\x00\x00\x00\x00" + struct.pack(">d", 2.5)
-    assert cdr.rclpy_may_read(big) and deserialize_message(big, Float64).data == 2.5
-    assert cdr.rclpy_may_read(b"\x00\x07\x00\x00" + struct.pack("<d", 2.5))
-    assert not cdr.rclpy_may_read(cdr.float64_message(2.5)[:11])
-    for header in (b"\x00\x00\x00\x03", b"\x00\x01\x00\x01", b"\x00\x07\x00\x02"):
-        assert not cdr.rclpy_may_read(header)
-    assert not cdr.rclpy_may_read(b"\x01\x01\x00\x00" + bytes(8))

@@ -95,8 +95,8 @@ def test_seeds_are_rclpys_bytes_with_zeroed_padding() -> None:
 
 def test_big_endian_and_xcdr2_forms_are_the_seeds_message_for_rclpy(seeds: dict[str, list[bytes]]) -> None:
     """The mutator's byte-swapped and XCDR2 (doubles aligned to 4) forms of a seed are read by
-    rclpy as the seed's message: their refusal by the readers is a narrowing the fuzzing
-    exercises, not noise."""
+    rclpy as the seed's message: the readers read them too (test_cdr_other_encodings.py), and
+    their mutants test the readers' big-endian and XCDR2 paths against rclpy."""
     for name, datas in seeds.items():
         cls = fuzz_cdr.message_class(name)
         for data in datas:

@@ -219,8 +219,6 @@ class FuzzTopic:
         topic, type_name: the subscription.
         rate_hz: the topic's nominal rate [Hz].
         reader: the ``tools/fuzz_cdr.py`` reader the node reads it with.
-        rclpy_fallback: the node hands what the reader leaves to rclpy (big endian, XCDR2:
-            ``nodes.common.deserialize_refused``) to ``deserialize_message``.
         seed_message: a real message of the topic (sentinel-stamped).
         refusals: the /diagnostics key counting the unreadable messages.
         checks_counted: that key also counts the readable messages the node's checks refuse
@@ -235,7 +233,6 @@ class FuzzTopic:
     type_name: str
     rate_hz: float
     reader: str
-    rclpy_fallback: bool
     seed_message: Callable[[np.random.Generator], Any]
     refusals: str
     receptions: tuple[str, ...] = ()
@@ -267,17 +264,17 @@ def _zmp_topics() -> list[FuzzTopic]:
 
     both_feet = tuple(Companion(f"/{s}_foot/ft", WRENCH, foot(s)) for s in ("left", "right"))
     topics = [FuzzTopic("zmp_estimator", "/joint_states", JOINT_STATE, SENSOR_RATE_HZ, JS_READER,
-                        True, states, "dropped_unreadable", companions=both_feet)]
+                        states, "dropped_unreadable", companions=both_feet)]
     for side, other in (("left", "right"), ("right", "left")):
         topics.append(FuzzTopic(
             "zmp_estimator", f"/{side}_foot/ft", WRENCH, SENSOR_RATE_HZ, "read_wrench_stamped",
-            True, foot(side), "dropped_unreadable",
+            foot(side), "dropped_unreadable",
             companions=(Companion(f"/{other}_foot/ft", WRENCH, foot(other)),
                         Companion("/joint_states", JOINT_STATE, states, every=5))))
     for side, other in (("left", "right"), ("right", "left")):
         topics.append(FuzzTopic(
             "zmp_estimator (fsr)", f"/{side}_foot/fsr", FSR, SENSOR_RATE_HZ,
-            "read_float64_multi_array", True, fsr, "dropped_unreadable",
+            "read_float64_multi_array", fsr, "dropped_unreadable",
             companions=(Companion(f"/{other}_foot/fsr", FSR, fsr),
                         Companion("/joint_states", JOINT_STATE, states, every=5))))
     return [replace(t, loss=ZMP_LOSS) for t in topics]
@@ -296,17 +293,17 @@ def _arm_topics() -> list[FuzzTopic]:
 
     every = max(1, round(SENSOR_RATE_HZ / 100.0))  # the margin and the job at 100 Hz beside
     topics = [
-        FuzzTopic("arm_balance", "/joint_states", JOINT_STATE, SENSOR_RATE_HZ, JS_READER, True,
+        FuzzTopic("arm_balance", "/joint_states", JOINT_STATE, SENSOR_RATE_HZ, JS_READER,
                   states, "unreadable_messages",
                   companions=(Companion("/zmp/stability_margin", FLOAT64, margin, every),
                               Companion(ANSWER_TOPIC, JOINT_STATE, job, every))),
-        FuzzTopic("arm_balance", ANSWER_TOPIC, JOINT_STATE, ARM_RATE_HZ, JS_READER, True, job,
+        FuzzTopic("arm_balance", ANSWER_TOPIC, JOINT_STATE, ARM_RATE_HZ, JS_READER, job,
                   "unreadable_messages",
                   companions=(Companion("/joint_states", JOINT_STATE, states),
                               Companion("/zmp/stability_margin", FLOAT64, margin,
                                         max(1, round(ARM_RATE_HZ / 100.0))))),
         FuzzTopic("arm_balance", "/zmp/stability_margin", FLOAT64, SENSOR_RATE_HZ, "read_float64",
-                  True, margin, "unreadable_messages",
+                  margin, "unreadable_messages",
                   companions=(Companion("/joint_states", JOINT_STATE, states),
                               Companion(ANSWER_TOPIC, JOINT_STATE, job, every))),
     ]
@@ -322,14 +319,14 @@ def _sim_topics() -> list[FuzzTopic]:
         return lambda rng: joint_state(names, rng)
 
     counted = ("commands_applied", "commands_rejected")
-    topics = [FuzzTopic("mujoco_sim", topic, JOINT_STATE, rate, JS_READER, False, command(names),
+    topics = [FuzzTopic("mujoco_sim", topic, JOINT_STATE, rate, JS_READER, command(names),
                         "commands_rejected", counted, checks_counted=True)
               for topic, rate, names in (("/arm_balance/command", ARM_RATE_HZ, ARM_JOINTS),
                                          ("/joint_commands", SENSOR_RATE_HZ, JOB_JOINTS),
                                          ("/waist/joint_states", WAIST_RATE_HZ, WAIST_JOINTS))]
     topics.append(FuzzTopic(
         "mujoco_sim (lock-step)", ANSWER_TOPIC, JOINT_STATE, LOCK_STEP_RATE_HZ, "header_stamp_ns",
-        False, command(JOB_JOINTS), "answers_unreadable",
+        command(JOB_JOINTS), "answers_unreadable",
         companions=(Companion("/arm_balance/command", JOINT_STATE, command(ARM_JOINTS)),)))
     return [replace(t, loss=SIM_LOSS) for t in topics]
 
@@ -408,7 +405,7 @@ class PacedSleep:
 # --- offline: the node's read path and rclpy on what DDS delivered --------------------------------
 
 #: outcome columns of the offline check
-COLUMNS = ("accepted", "accepted_by_rclpy", "refused", "accepted_but_different",
+COLUMNS = ("accepted", "refused", "accepted_but_different",
            "accepted_stamp_only", "refused_rclpy_reads", "refused_undocumented", "reader_crash")
 
 
@@ -440,12 +437,10 @@ class Offline:
         return self.counts["accepted_but_different"]
 
 
-def check_payloads(reader_name: str, type_name: str, rclpy_fallback: bool,
-                   payloads: list[bytes]) -> Offline:
+def check_payloads(reader_name: str, type_name: str, payloads: list[bytes]) -> Offline:
     """Each payload as delivered, in order, through the node's read path and rclpy."""
     from rclpy.serialization import deserialize_message
 
-    from humanoid_balance.cdr import rclpy_may_read
     from humanoid_balance.exceptions import InvalidInputError
 
     reader = fuzz_cdr.READERS[reader_name]
@@ -473,8 +468,6 @@ def check_payloads(reader_name: str, type_name: str, rclpy_fallback: bool,
                          rclpy=repr(reader.theirs(msg))[:300])
             else:
                 out.note("accepted")
-        elif rclpy_fallback and msg is not None and rclpy_may_read(data):
-            out.note("accepted_by_rclpy")  # the node takes rclpy's message itself
         else:
             out.note("refused")
             if msg is not None:
@@ -507,7 +500,7 @@ class OfflineChecker:
 
     def submit(self, fuzz: FuzzTopic, payloads: list[bytes]) -> Callable[[], Offline]:
         """Start checking ``payloads``; call the result for the outcome (it waits)."""
-        args = (fuzz.reader, fuzz.type_name, fuzz.rclpy_fallback, payloads)
+        args = (fuzz.reader, fuzz.type_name, payloads)
         future = self._pool_for_use().submit(check_payloads, *args)
 
         def result() -> Offline:
@@ -761,8 +754,7 @@ def finish_row(row: Row, fuzz: FuzzTopic, payloads: list[bytes], inputs_dir: Pat
                offline: Offline) -> None:
     """The offline columns of ``row``; the payloads saved when the node crashed or differed."""
     c = offline.counts
-    row.accepted = c["accepted"] + c["accepted_by_rclpy"] + c["accepted_stamp_only"] + \
-        c["accepted_but_different"]
+    row.accepted = c["accepted"] + c["accepted_stamp_only"] + c["accepted_but_different"]
     row.refused = offline.node_refused
     row.accepted_but_different = offline.different
     row.offline = {"counts": c, "narrowings": offline.narrowings,

@@ -53,6 +53,7 @@ from humanoid_balance.can.protocol import (
     WaistProtocol,
     rad_to_counts,
 )
+from humanoid_balance.core.servo import WAIST_DRIVE_CURRENT_LIMIT_A
 from humanoid_balance.core.waist_kinematics import DifferentialWaist
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 from humanoid_balance.threads import name_os_thread
@@ -75,7 +76,8 @@ class MotorParameters:
         resistance_ohm: armature resistance.
         electrical_time_constant_s: ``L / R`` (paper: 11 ms).
         current_loop_gain: drive current-loop proportional gain (paper: 20).
-        current_limit_a: drive current limit.
+        current_limit_a: drive current limit
+            (:data:`~humanoid_balance.core.servo.WAIST_DRIVE_CURRENT_LIMIT_A`).
         rotor_inertia_kg_m2: rotor + gear input inertia.
         viscous_friction_nm_s: at the motor shaft.
         counts_per_rev: encoder counts per motor turn.
@@ -89,7 +91,7 @@ class MotorParameters:
     resistance_ohm: float = 1.0
     electrical_time_constant_s: float = 0.011
     current_loop_gain: float = 20.0
-    current_limit_a: float = 8.0
+    current_limit_a: float = WAIST_DRIVE_CURRENT_LIMIT_A
     rotor_inertia_kg_m2: float = 5e-5
     viscous_friction_nm_s: float = 1e-5
     counts_per_rev: int = COUNTS_PER_REV

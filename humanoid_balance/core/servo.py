@@ -41,6 +41,14 @@ import numpy as np
 
 from humanoid_balance.exceptions import ConfigurationError, InvalidInputError
 
+#: The waist drives' current limit [A], written once: what a drive gives at most (the
+#: simulated drive's :class:`~humanoid_balance.can.sim_drive.MotorParameters`) and so the
+#: servo's default setpoint bound (:class:`ServoGains`, ``waist_controller``'s
+#: ``current_limit``). The paper gives none: chosen for the simulated drive, inside the DBC's
+#: ``WaistCurrentCmd`` range (+-10 A). Here, not in ``can/``, because the core imports no
+#: python-can while ``can/`` and ``params/`` import the core.
+WAIST_DRIVE_CURRENT_LIMIT_A = 8.0
+
 
 @dataclass(frozen=True)
 class ServoGains:
@@ -60,7 +68,7 @@ class ServoGains:
     kv: float = 500.0
     ki: float = 5.0
     dt: float = 0.002
-    current_limit_a: float = 8.0
+    current_limit_a: float = WAIST_DRIVE_CURRENT_LIMIT_A
     current_unit_a: float = 1e-3
     velocity_limit_rad_s: float = 300.0
 

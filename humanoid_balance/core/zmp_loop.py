@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from humanoid_balance.core.diagnostics import ERROR, OK, STALE, WARN, LoopStatus
 from humanoid_balance.core.foot_sensors import (
     FootSensors,
     FsrReading,
@@ -61,10 +62,8 @@ from humanoid_balance.exceptions import InvalidInputError, UnknownFrameError
 from humanoid_balance.params.zmp_estimator import ZmpEstimatorConfig
 
 __all__ = ["DROPS", "ERROR", "OK", "STALE", "WARN", "LoopClock", "ManualClock", "ZeroResult",
-           "ZmpLoop", "ZmpResult", "ZmpStatus", "feet_from_model", "model_from_config"]
+           "ZmpLoop", "ZmpResult", "feet_from_model", "model_from_config"]
 
-#: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
-OK, WARN, ERROR, STALE = 0, 1, 2, 3
 #: the counters of dropped input (``counts``), each a reason a sample gave no ZMP
 DROPS = ("dropped_nonfinite", "dropped_shape", "dropped_invalid", "dropped_frame", "dropped_stale",
          "dropped_future", "dropped_joint_states", "dropped_unreadable")
@@ -115,15 +114,6 @@ class ZmpResult:
     stamp_ns: int
     output: ZmpOutput
     q: np.ndarray
-
-
-@dataclass(frozen=True)
-class ZmpStatus:
-    """What /diagnostics says: a level (:data:`OK` ... :data:`STALE`), a message, key values."""
-
-    level: int
-    message: str
-    values: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -375,7 +365,7 @@ class ZmpLoop:
 
     # --- status, zeroing -------------------------------------------------------------------
 
-    def status(self) -> ZmpStatus:
+    def status(self) -> LoopStatus:
         """The status now, from what happened since the last call (from any thread: the
         period's counters are swapped for fresh ones first, each in one assignment, so a drop
         counted meanwhile goes to the next period instead of being reset unreported)."""
@@ -392,7 +382,7 @@ class ZmpLoop:
                 values[f"{side}_normal_force_N"] = out.normal_forces[side]
             if out.margin is not None:
                 values["margin_m"] = out.margin
-        return ZmpStatus(level, message, values)
+        return LoopStatus(level, message, values)
 
     def _level(self, period: dict[str, int], drop_reason: tuple[int, str] | None) -> tuple[int, str]:
         now = self.clock.now_ns()

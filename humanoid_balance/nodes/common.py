@@ -220,7 +220,6 @@ def set_thread_priority(node: Node, priority: int, what: str) -> bool:
 # the nodes' one import (see the module docstring); these modules import nothing from here
 from humanoid_balance.nodes.raw_inputs import (  # noqa: E402
     all_finite,
-    deserialize_refused,
     joint_state_sample,
     read_float64,
     read_joint_state,
@@ -238,7 +237,7 @@ from humanoid_balance.nodes.throttles import Listeners, LogThrottle  # noqa: E40
 __all__ = [
     "ERROR", "LIFECYCLE_REMEDIES", "OK", "READ_AT_CONFIGURE", "READ_AT_START", "SPIN_PERIOD_S",
     "STALE", "WARN", "Listeners", "LogThrottle", "PeriodicThread", "StopSignals", "all_finite",
-    "clock_ns", "deserialize_refused", "destroy_timers", "diagnostic_array", "diagnostic_status",
+    "clock_ns", "destroy_timers", "diagnostic_array", "diagnostic_status",
     "joint_state_sample", "lifecycle_refusal", "lifecycle_state", "make_executor", "read_float64",
     "read_joint_state", "run_node", "seconds_stamp", "set_thread_priority", "shut_down_by",
     "spin_until", "stamp_msg", "stamp_ns", "steady_timer"]

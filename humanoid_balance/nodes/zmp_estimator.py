@@ -47,7 +47,6 @@ from humanoid_balance.nodes.common import (
     LogThrottle,
     PeriodicThread,
     clock_ns,
-    deserialize_refused,
     diagnostic_array,
     diagnostic_status,
     read_joint_state,
@@ -186,7 +185,7 @@ class ZmpEstimatorNode(Node):
         self._take_parameters()
         try:
             sample = read_joint_state(self._joint_reader, msg)
-        except InvalidInputError as error:  # bytes neither cdr nor rclpy reads
+        except InvalidInputError as error:  # bytes cdr refuses
             self.loop.drop("dropped_unreadable", f"/joint_states: {error}: ignored")
             return
         self._publish(self.loop.on_joint_state(*sample))
@@ -194,16 +193,13 @@ class ZmpEstimatorNode(Node):
     def _on_foot(self, side: str, msg: Any) -> None:
         """A foot's message: serialized (the subscription is raw) or a message object."""
         self._take_parameters()
-        message_type, reader, reading = self._input
+        _, reader, reading = self._input
         if isinstance(msg, bytes):
             try:
                 msg = reader(msg)
-            except InvalidInputError as error:
-                try:  # what the reader leaves to rclpy (big endian, XCDR2)
-                    msg = deserialize_refused(msg, message_type, error)
-                except InvalidInputError as unreadable:
-                    self.loop.foot_unreadable(side, str(unreadable))
-                    return
+            except InvalidInputError as error:  # the reader reads every encapsulation rclpy does
+                self.loop.foot_unreadable(side, str(error))
+                return
         self._publish(self.loop.on_foot(side, reading(msg)))
 
     # --- outputs -----------------------------------------------------------------

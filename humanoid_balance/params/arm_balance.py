@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from humanoid_balance.command_interface import command_params
 from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.params.typed import MotorNodeConfig, typed_config
 
 if TYPE_CHECKING:  # (the core loads pinocchio: only where a controller is built)
     from humanoid_balance.core.arm_controller import ArmController
@@ -136,12 +135,13 @@ SPEC = ParamSpec("arm_balance", [
 
 
 @dataclass(frozen=True)
-class ArmBalanceConfig:
+class ArmBalanceConfig(MotorNodeConfig):
     """``arm_balance``'s parameters, validated and typed (SI units; angles in rad).
 
     Each field is the parameter of the same name (:data:`SPEC`) with its unit in the name
-    where it has one; ``secondary`` is the parsed row list and ``aux_posture_rad`` the
-    posture converted from degrees.
+    where it has one (:func:`~humanoid_balance.params.typed.typed_config`); ``secondary`` is
+    the parsed row list and ``aux_posture_rad`` the posture converted from degrees. The rate
+    and the command output: :class:`~humanoid_balance.params.typed.MotorNodeConfig`.
     """
 
     job_arm: str
@@ -149,7 +149,6 @@ class ArmBalanceConfig:
     secondary: tuple[str, ...]
     reference_point: str
     mode: str
-    rate_hz: float
     trigger: str
     executor_priority: int
     gravity_m_s2: float
@@ -172,14 +171,6 @@ class ArmBalanceConfig:
     aux_posture_rad: tuple[float, ...]
     aux_posture_speed_rad_s: float
     aux_posture_acceleration_rad_s2: float
-    command_interface: str
-    command_topic: str
-    command_joints: tuple[str, ...]
-
-    @property
-    def period_s(self) -> float:
-        """The control period [s]."""
-        return 1.0 / self.rate_hz
 
     @property
     def lock_step(self) -> bool:
@@ -204,24 +195,7 @@ def config_from_values(values: Mapping[str, Any]) -> ArmBalanceConfig:
         ConfigurationError: a value the spec refuses, or a combination it refuses.
     """
     v = SPEC.coerce_all({**SPEC.defaults(), **values})
-    return ArmBalanceConfig(
-        job_arm=v["job_arm"], selection=tuple(v["selection"]), secondary=rows_of(v["secondary"]),
-        reference_point=v["reference_point"], mode=v["mode"], rate_hz=v["rate"],
-        trigger=v["trigger"], executor_priority=v["executor_priority"], gravity_m_s2=v["gravity"],
-        friction_coefficient=v["friction_coefficient"], foot_distance_m=v["foot_distance"],
-        position_margin_rad=v["position_margin"], damping_threshold=v["damping_threshold"],
-        max_damping=v["max_damping"], joint_state_timeout_s=v["joint_state_timeout"],
-        job_input_timeout_s=v["job_input_timeout"], margin_timeout_s=v["margin_timeout"],
-        guard_slow_margin_m=v["guard_slow_margin"], guard_hold_margin_m=v["guard_hold_margin"],
-        urdf_path=v["urdf_path"], base_pose_topic=v["base_pose_topic"],
-        free_floating_rows=tuple(v["free_floating_rows"]),
-        free_floating_acceleration_limit_rad_s2=v["free_floating_acceleration_limit"],
-        diagnostics_rate_hz=v["diagnostics_rate"], aux_posture_gain_1_s=v["aux_posture_gain"],
-        aux_posture_rad=tuple(float(a) for a in np.deg2rad(v["aux_posture"])),
-        aux_posture_speed_rad_s=v["aux_posture_speed"],
-        aux_posture_acceleration_rad_s2=v["aux_posture_acceleration"],
-        command_interface=v["command_interface"], command_topic=v["command_topic"],
-        command_joints=tuple(v["command_joints"]))
+    return typed_config(ArmBalanceConfig, SPEC, v, secondary=rows_of(v["secondary"]))
 
 
 def build_controller(config: ArmBalanceConfig) -> tuple[RobotModel, ArmController]:

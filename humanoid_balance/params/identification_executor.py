@@ -11,7 +11,6 @@ active). The node refuses every change during a run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from humanoid_balance.core.identification import (
     METHODS,
 )
 from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.params.typed import MotorNodeConfig, typed_config
 
 __all__ = ["SPEC", "TORQUE_SOURCES", "YAML_HEADER", "IdentificationExecutorConfig",
            "config_from_values"]
@@ -93,11 +93,12 @@ SPEC = ParamSpec("identification_executor", [
 
 
 @dataclass(frozen=True)
-class IdentificationExecutorConfig:
+class IdentificationExecutorConfig(MotorNodeConfig):
     """The parameters of ``identification_executor``, typed, in SI units (radians inside).
 
     Made by :func:`config_from_values` from the spec's values (validated there): see
-    :data:`SPEC` for each one's meaning.
+    :data:`SPEC` for each one's meaning. The rate and the command output:
+    :class:`~humanoid_balance.params.typed.MotorNodeConfig`.
 
     Attributes:
         arm_joints: the arm's joints, the URDF's chain in order.
@@ -111,16 +112,12 @@ class IdentificationExecutorConfig:
         output_path: the results YAML.
         static_configuration_rad: held by the other joints during each sweep [rad].
         sweep_half_range_rad: each joint sweeps static +- this [rad].
-        rate_hz: command rate [Hz].
         acceleration_limit_rad_s2: every pass, approach and stop [rad/s^2].
         joint_state_timeout_s: joint states older than this are stale [s].
         trim_s: dropped at the start of each pass [s].
         method: the estimator (:data:`~humanoid_balance.core.identification.METHODS`).
         average: friction-free samples averaged per block.
         diagnostics_rate_hz: ``/diagnostics`` rate [Hz].
-        command_interface: how commands go out.
-        command_topic: their topic ("": the interface's default).
-        command_joints: the controller's joint order (forward_position).
     """
 
     arm_joints: tuple[str, ...]
@@ -134,28 +131,12 @@ class IdentificationExecutorConfig:
     output_path: str
     static_configuration_rad: tuple[float, ...]
     sweep_half_range_rad: float
-    rate_hz: float
     acceleration_limit_rad_s2: float
     joint_state_timeout_s: float
     trim_s: float
     method: str
     average: int
     diagnostics_rate_hz: float
-    command_interface: str
-    command_topic: str
-    command_joints: tuple[str, ...]
-
-    @property
-    def period_s(self) -> float:
-        """The command period [s]."""
-        return 1.0 / self.rate_hz
-
-    def command_values(self) -> dict[str, Any]:
-        """The command output's settings (``command_interface``, ``command_topic``,
-        ``command_joints``), as :class:`~humanoid_balance.nodes.command_output.CommandOutput`
-        takes them."""
-        return {"command_interface": self.command_interface, "command_topic": self.command_topic,
-                "command_joints": self.command_joints}
 
 
 def config_from_values(values: Mapping[str, Any]) -> IdentificationExecutorConfig:
@@ -166,20 +147,4 @@ def config_from_values(values: Mapping[str, Any]) -> IdentificationExecutorConfi
         ConfigurationError: a value the spec refuses, with the reason.
     """
     v = SPEC.coerce_all({name: values[name] for name in SPEC.names})
-    return IdentificationExecutorConfig(
-        arm_joints=tuple(v["arm_joints"]), urdf_path=str(v["urdf_path"]),
-        speed_rad_s=math.radians(float(v["speed"])), gravity_m_s2=float(v["gravity"]),
-        torque_source=str(v["torque_source"]),
-        torque_constants_n_m_a=tuple(float(k) for k in v["torque_constants"]),
-        optimize_configuration=bool(v["optimize_configuration"]),
-        clearance_m=float(v["clearance"]), output_path=str(v["output_path"]),
-        static_configuration_rad=tuple(math.radians(float(d))
-                                       for d in v["static_configuration"]),
-        sweep_half_range_rad=math.radians(float(v["sweep_half_range"])),
-        rate_hz=float(v["rate"]),
-        acceleration_limit_rad_s2=math.radians(float(v["acceleration_limit"])),
-        joint_state_timeout_s=float(v["joint_state_timeout"]), trim_s=float(v["trim"]),
-        method=str(v["method"]), average=int(v["average"]),
-        diagnostics_rate_hz=float(v["diagnostics_rate"]),
-        command_interface=str(v["command_interface"]), command_topic=str(v["command_topic"]),
-        command_joints=tuple(v["command_joints"]))
+    return typed_config(IdentificationExecutorConfig, SPEC, v)

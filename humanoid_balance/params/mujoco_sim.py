@@ -19,6 +19,7 @@ from typing import Any
 
 from humanoid_balance.exceptions import ConfigurationError
 from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.params.typed import typed_config
 from humanoid_balance.sim.lock_step import LockStepTopic, parse_lock_step_topics
 
 __all__ = ["DYNAMIC_FIELDS", "JOINT_STATE_TYPE", "MODELS", "SPEC", "YAML_HEADER",
@@ -197,7 +198,8 @@ DYNAMIC_FIELDS = ("real_time_factor", "command_timeout_s", "hold_deceleration_ra
 
 
 def config_from_values(values: Mapping[str, Any]) -> MujocoSimConfig:
-    """The typed config of the parameter ``values`` (validated by :data:`SPEC`).
+    """The typed config of the parameter ``values`` (validated by :data:`SPEC`; each field
+    named by :func:`~humanoid_balance.params.typed.typed_config`'s rule, the others computed).
 
     Raises:
         ConfigurationError: a value the spec refuses, a malformed ``lock_step_topics``
@@ -205,26 +207,15 @@ def config_from_values(values: Mapping[str, Any]) -> MujocoSimConfig:
     """
     v = SPEC.coerce_all({**SPEC.defaults(), **values})
     names = [n for n in v["initial_joint_names"] if n]
-    command_topics = tuple(str(t) for t in v["command_topics"] if t)
+    command_topics = tuple(t for t in v["command_topics"] if t)
     lock_topics = tuple(parse_lock_step_topics(list(v["lock_step_topics"])))
     for topic in lock_topics:
         if topic.topic in command_topics and topic.type_name != JOINT_STATE_TYPE:
             raise ConfigurationError(
                 f"{topic.topic} is a command topic ({JOINT_STATE_TYPE}) and a lock-step topic "
                 f"of type {topic.type_name}: give it one type")
-    return MujocoSimConfig(
-        model=str(v["model"]), urdf_path=str(v["urdf_path"]) or None,
-        gravity_m_s2=None if v["gravity"] < 0 else float(v["gravity"]),
-        timestep_s=float(v["timestep"]), integrator=str(v["integrator"]),
-        real_time_factor=float(v["real_time_factor"]), publish_rate_hz=float(v["publish_rate"]),
-        clock_rate_hz=float(v["clock_rate"]), command_topics=command_topics,
-        sensor_noise=float(v["sensor_noise"]), joint_friction_n_m=float(v["joint_friction"]),
-        friction=float(v["friction"]), seed=int(v["seed"]),
-        initial_positions_rad=tuple((n, float(q)) for n, q in zip(
-            names, v["initial_joint_positions"], strict=True)) if names else (),
-        duration_s=float(v["duration"]), command_timeout_s=float(v["command_timeout"]),
-        command_latency_s=float(v["command_latency"]),
-        hold_deceleration_rad_s2=float(v["hold_deceleration"]),
-        inclinometer_rate_hz=float(v["inclinometer_rate"]), tf_rate_hz=float(v["tf_rate"]),
-        diagnostics_rate_hz=float(v["diagnostics_rate"]), lock_step=bool(v["lock_step"]),
-        lock_step_topics=lock_topics, lock_step_timeout_s=float(v["lock_step_timeout"]))
+    return typed_config(
+        MujocoSimConfig, SPEC, v, urdf_path=v["urdf_path"] or None,
+        gravity_m_s2=None if v["gravity"] < 0 else v["gravity"], command_topics=command_topics,
+        initial_positions_rad=tuple(zip(names, v["initial_joint_positions"], strict=True))
+        if names else (), lock_step_topics=lock_topics)

@@ -8,12 +8,13 @@ read at configure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from humanoid_balance.core.servo import WAIST_DRIVE_CURRENT_LIMIT_A, ServoGains
 from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.params.typed import typed_config
 
 if TYPE_CHECKING:
     from humanoid_balance.waist.config import WaistServoConfig
@@ -95,8 +96,8 @@ SPEC = ParamSpec("waist_controller", [
     Param("ki", 5.0, "velocity I (paper), in current units per rad", **_NON_NEG),
     Param("current_unit", 0.001, "current unit of kv, ki (assumed 1 mA, see core/servo.py)", "A",
           **_POS),
-    Param("current_limit", 8.0, "current setpoint limit (at most the DBC's WaistCurrentCmd "
-          "range)", "A", **_POS),
+    Param("current_limit", WAIST_DRIVE_CURRENT_LIMIT_A, "current setpoint limit (at most the "
+          "DBC's WaistCurrentCmd range)", "A", **_POS),
     Param("outer_gain", 2.0, "inclinometer feedback of the outer loop", "1/s", **_NON_NEG,
           maximum=100.0, dynamic=True),
     Param("droop_gain", 20.0, "integral of the encoders' error that removes the servo's static "
@@ -171,42 +172,27 @@ class WaistControllerConfig:
 
 def config_from_values(values: Mapping[str, Any]) -> WaistControllerConfig:
     """The typed configuration of a full set of parameter values (checked by :data:`SPEC`;
-    degrees turned into radians once).
+    degrees turned into radians once, by :func:`~humanoid_balance.params.typed.typed_config`).
+
+    :class:`~humanoid_balance.core.servo.ServoGains` is built by hand: its fields are not
+    named by the rule (``kp`` is ``kp`` [1/s]) and its ``velocity_limit_rad_s`` is the motor's
+    speed bound, not the joints' ``velocity_limit``.
 
     Raises:
         ConfigurationError: values the spec or the controller refuse, with the reason.
     """
-    from humanoid_balance.core.servo import ServoGains
     from humanoid_balance.core.waist_kinematics import DifferentialWaist
     from humanoid_balance.waist.config import WaistServoConfig
     from humanoid_balance.waist.loop import ThreadTiming
 
     v = SPEC.coerce_all(values)
-    pitch = tuple(math.radians(x) for x in v["pitch_limits"])
-    roll = tuple(math.radians(x) for x in v["roll_limits"])
-    waist = DifferentialWaist(gear_ratio_pitch=v["gear_ratio_pitch"],
-                              gear_ratio_roll=v["gear_ratio_roll"],
-                              pitch_limits_rad=(pitch[0], pitch[1]),
-                              roll_limits_rad=(roll[0], roll[1]))
-    dt = 1.0 / v["servo_rate"]
-    gains = ServoGains(kp=v["kp"], kv=v["kv"], ki=v["ki"], dt=dt, current_limit_a=v["current_limit"],
-                       current_unit_a=v["current_unit"])
-    ids = v["motor_ids"]
-    servo = WaistServoConfig(
-        waist=waist, gains=gains, outer_rate_hz=v["outer_rate"], outer_gain_per_s=v["outer_gain"],
-        motor_ids=(ids[0], ids[1]), command_timeout_s=v["command_timeout"],
-        feedback_timeout_s=v["feedback_timeout"],
-        inclinometer_timeout_s=v["inclinometer_timeout"],
-        homing_tolerance_rad=math.radians(v["homing_tolerance"]), limit_policy=v["limit_policy"],
-        bitrate=v["can.bitrate"], velocity_limit_rad_s=math.radians(v["velocity_limit"]),
-        acceleration_limit_rad_s2=math.radians(v["acceleration_limit"]),
-        droop_gain_per_s=v["droop_gain"])
-    thread = ThreadTiming(spin_margin_s=v["spin_margin"],
-                          gil_switch_interval_s=v["gil_switch_interval"],
-                          publish_every=max(1, round(servo.servo_rate_hz / v["publish_rate"])))
-    return WaistControllerConfig(
-        servo=servo, thread=thread, can_interface=v["can.interface"],
-        can_channel=v["can.channel"], diagnostics_rate_hz=v["diagnostics_rate"],
-        servo_priority=v["servo_priority"], executor_priority=v["executor_priority"],
-        simulated_drives=v["simulated_drives"],
-        urdf_path=v["urdf_path"])
+    waist = typed_config(DifferentialWaist, SPEC, v, keep_defaults=("height_m",))
+    gains = ServoGains(kp=v["kp"], kv=v["kv"], ki=v["ki"], dt=1.0 / v["servo_rate"],
+                       current_limit_a=v["current_limit"], current_unit_a=v["current_unit"])
+    servo = typed_config(WaistServoConfig, SPEC, v, keep_defaults=("max_bus_load",), waist=waist,
+                         gains=gains, outer_gain_per_s=v["outer_gain"],
+                         droop_gain_per_s=v["droop_gain"], bitrate=v["can.bitrate"])
+    thread = typed_config(ThreadTiming, SPEC, v, publish_every=max(
+        1, round(servo.servo_rate_hz / v["publish_rate"])))
+    return typed_config(WaistControllerConfig, SPEC, v, servo=servo, thread=thread,
+                        can_interface=v["can.interface"], can_channel=v["can.channel"])

@@ -16,6 +16,7 @@ from typing import Any
 
 from humanoid_balance.core.foot_layout import FootLayout
 from humanoid_balance.params import Param, ParamSpec
+from humanoid_balance.params.typed import typed_config
 
 __all__ = ["SPEC", "YAML_HEADER", "ZmpEstimatorConfig", "config_from_values"]
 
@@ -97,7 +98,8 @@ SPEC = ParamSpec("zmp_estimator", [
 
 @dataclass(frozen=True)
 class ZmpEstimatorConfig:
-    """``zmp_estimator``'s parameters, typed, in SI units (see :data:`SPEC` for each).
+    """``zmp_estimator``'s parameters, typed, in SI units (see :data:`SPEC` for each; a field is
+    named after its parameter with its unit: :func:`~humanoid_balance.params.typed.typed_config`).
 
     Attributes:
         sensor_type: ``ft`` or ``fsr`` (:mod:`humanoid_balance.core.foot_sensors`).
@@ -140,17 +142,6 @@ def config_from_values(values: Mapping[str, Any]) -> ZmpEstimatorConfig:
         ConfigurationError: a value the spec refuses, with the reason.
     """
     v = SPEC.coerce_all({**SPEC.defaults(), **values})
-    return ZmpEstimatorConfig(
-        sensor_type=v["sensor_type"], contact_threshold_n=v["contact_threshold"],
-        contact_hysteresis_n=v["contact_hysteresis"], gravity_m_s2=v["gravity"],
-        urdf_path=v["urdf_path"], balance_frame=v["balance_frame"],
-        world_frame_id=v["world_frame_id"], publish_rate_hz=v["publish_rate"],
-        marker_rate_hz=v["marker_rate"], diagnostics_rate_hz=v["diagnostics_rate"],
-        sync_tolerance_s=v["sync_tolerance"], joint_state_wait_s=v["joint_state_wait"],
-        joint_state_timeout_s=v["joint_state_timeout"], sensor_timeout_s=v["sensor_timeout"],
-        future_tolerance_s=v["future_tolerance"], zero_window_s=v["zero_window"],
-        zero_max_load_n=v["zero_max_load"], margin_warn_m=v["margin_warn"],
-        margin_error_m=v["margin_error"], best_effort_sensors=v["best_effort_sensors"],
-        feet=FootLayout.from_zmp_values(v),
-        sensor_frames={s: v[f"{s}.sensor_frame"] for s in SIDES},
-        foot_links={s: v[f"{s}.foot_link"] for s in SIDES})
+    return typed_config(ZmpEstimatorConfig, SPEC, v, feet=FootLayout.from_zmp_values(v),
+                        sensor_frames={s: v[f"{s}.sensor_frame"] for s in SIDES},
+                        foot_links={s: v[f"{s}.foot_link"] for s in SIDES})

@@ -32,7 +32,9 @@ the node does for it: publish a period, log, hand over changed parameters) and a
   fast as it goes); free-running it catches up at most :data:`FREE_RUNNING_CATCH_UP_S`
   of lag, in lock-step at most :data:`LOCK_STEP_SLACK_S`;
 * **stopping** (:meth:`SimRunner.stop`): the stop event wakes the pacing wait and the
-  lock-step gate closes, so the thread ends within one step and one publish.
+  lock-step gate closes, so the thread ends within one step and one publish;
+* **the report** (:meth:`SimRunner.status`): a
+  :class:`~humanoid_balance.core.diagnostics.LoopStatus`, :data:`OK` or :data:`WARN`.
 """
 
 from __future__ import annotations
@@ -41,11 +43,11 @@ import math
 import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from humanoid_balance.core.diagnostics import OK, WARN, LoopStatus
 from humanoid_balance.exceptions import HumanoidBalanceError
 from humanoid_balance.params.mujoco_sim import MujocoSimConfig
 from humanoid_balance.sim.command_delay import CommandDelay, command_age_s
@@ -54,10 +56,8 @@ from humanoid_balance.sim.lock_step import LockStepGate
 from humanoid_balance.sim.robot import MujocoRobotSim
 
 __all__ = ["FREE_RUNNING_CATCH_UP_S", "LOCK_STEP_SLACK_S", "OK", "STARTUP_REPUBLISH_S", "WARN",
-           "Command", "Period", "SimHost", "SimRunner", "SimStatus", "WallClock"]
+           "Command", "Period", "SimHost", "SimRunner", "WallClock"]
 
-#: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
-OK, WARN = 0, 1
 #: wall s between republications of the t = 0 state while lock-step waits for its first answers
 STARTUP_REPUBLISH_S = 0.1
 #: wall s a lock-step simulation may run behind real_time_factor and still catch up; beyond
@@ -99,16 +99,6 @@ class Period(NamedTuple):  # one per publish (1 kHz): a NamedTuple, not a frozen
     clock: bool
     inclinometer: bool
     tf: bool
-
-
-@dataclass(frozen=True)
-class SimStatus:
-    """The runner's report for ``/diagnostics``: level (:data:`OK`, :data:`WARN`), message,
-    key values."""
-
-    level: int
-    message: str
-    values: dict[str, object]
 
 
 class SimHost(ABC):
@@ -477,7 +467,7 @@ class SimRunner:
 
     # --- the report ------------------------------------------------------------------
 
-    def status(self) -> SimStatus:
+    def status(self) -> LoopStatus:
         """Speed, commands, holds and (lock-step) late answers since the last status."""
         wall, sim_time = self.clock.now_s(), self.sim.time
         last_wall, last_sim, last_misses, last_rejected = self._report
@@ -525,5 +515,5 @@ class SimRunner:
                             f"report, the newest because {self.last_rejection}")
         self._report = (wall, sim_time, misses, rejected)
         if problems:
-            return SimStatus(WARN, "; ".join(problems), values)
-        return SimStatus(OK, message, values)
+            return LoopStatus(WARN, "; ".join(problems), values)
+        return LoopStatus(OK, message, values)

@@ -22,14 +22,12 @@ from humanoid_balance.core.arm_loop.config import (
 from humanoid_balance.core.arm_loop.job_input import JobInput, MeasuredMargin, job_problem
 from humanoid_balance.core.arm_loop.measured import MeasuredState
 from humanoid_balance.core.arm_loop.outputs import (
-    ERROR,
-    OK,
-    WARN,
     Command,
     Hold,
     LoopState,
     LoopStatus,
 )
+from humanoid_balance.core.diagnostics import ERROR, OK, WARN
 from humanoid_balance.core.freshness import CLOCK_BACK_TOLERANCE_S, ClockWatch, is_fresh
 from humanoid_balance.core.rmc import RmcInput
 from humanoid_balance.exceptions import HumanoidBalanceError

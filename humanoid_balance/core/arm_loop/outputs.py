@@ -1,19 +1,20 @@
 """What one arm-loop cycle gives: a :class:`Command`, a :class:`Hold`, and the loop's state and
-status for the diagnostics."""
+status for the diagnostics: a :class:`~humanoid_balance.core.diagnostics.LoopStatus` at
+:data:`OK`, :data:`WARN` or :data:`ERROR` (:mod:`humanoid_balance.core.diagnostics`, re-exported
+here)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ERROR", "OK", "WARN", "Command", "Hold", "LoopState", "LoopStatus"]
+from humanoid_balance.core.diagnostics import ERROR, OK, WARN, LoopStatus
 
-#: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
-OK, WARN, ERROR = 0, 1, 2
+__all__ = ["ERROR", "OK", "WARN", "Command", "Hold", "LoopState", "LoopStatus"]
 
 
 class LoopState(Enum):
@@ -74,12 +75,3 @@ class Hold:
     def stopped(self) -> bool:
         """Every velocity is zero."""
         return not bool(np.any(self.velocity))
-
-
-@dataclass
-class LoopStatus:
-    """The loop as diagnostics: a level (:data:`OK`, :data:`WARN`, :data:`ERROR`), a message, values."""
-
-    level: int
-    message: str
-    values: dict[str, object] = field(default_factory=dict)

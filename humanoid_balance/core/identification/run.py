@@ -29,10 +29,11 @@ or ``now_s`` [s].
   non-finite values, a velocity or torque beyond the URDF's limits, a joint outside its
   limits or two links closer than ``clearance`` stop the run (failed); the plan is never
   sampled earlier than before (jitter within the tolerance).
-* **Status** (:meth:`~IdentificationRun.status`): the level names the cause (a failed run
-  ERROR while its cause lasts, WARN once it cleared; idle with unusable joint states WARN;
-  a finished run whose samples or commands were late or irregular, or whose fit is
-  ill-conditioned, WARN).
+* **Status** (:meth:`~IdentificationRun.status`, a
+  :class:`~humanoid_balance.core.diagnostics.LoopStatus`): the level names the cause (a
+  failed run ERROR while its cause lasts, WARN once it cleared; idle with unusable joint
+  states WARN; a finished run whose samples or commands were late or irregular, or whose fit
+  is ill-conditioned, WARN).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from humanoid_balance.core.diagnostics import ERROR, OK, WARN, LoopStatus
 from humanoid_balance.core.freshness import ClockWatch
 from humanoid_balance.core.identification.arm import IdentificationArm
 from humanoid_balance.core.identification.estimation import Estimate, fit_warnings
@@ -72,10 +74,8 @@ from humanoid_balance.params.identification_executor import IdentificationExecut
 from humanoid_balance.results import check_output, write_yaml
 
 __all__ = ["ERROR", "OK", "SETTLE_TIMEOUT_S", "WARN", "Answer", "Command", "IdentificationRun",
-           "RunState", "RunStatus", "Step", "limited_command", "output_problem"]
+           "RunState", "Step", "limited_command", "output_problem"]
 
-#: diagnostic levels (diagnostic_msgs/DiagnosticStatus values)
-OK, WARN, ERROR = 0, 1, 2
 #: s the arm may take after the plan's end to come to rest before the estimate
 SETTLE_TIMEOUT_S = 2.0
 #: the share of the sweep speed below which the arm counts as still (settled, not sweeping)
@@ -124,16 +124,6 @@ class Answer:
 
     success: bool
     message: str
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """The run's status: a diagnostic level (:data:`OK`, :data:`WARN`, :data:`ERROR`), the
-    message and the key values."""
-
-    level: int
-    message: str
-    values: dict[str, Any]
 
 
 def output_problem(path: str) -> str | None:
@@ -535,7 +525,7 @@ class IdentificationRun:
 
     # --- status -------------------------------------------------------------------------------
 
-    def status(self, now_s: float) -> RunStatus:
+    def status(self, now_s: float) -> LoopStatus:
         """The level, message and values of the run and its input at ``now_s`` [s]."""
         problem = self.inputs.problem(now_s)
         values: dict[str, Any] = {"state": self.state.value, "input": problem or "ok",
@@ -547,7 +537,7 @@ class IdentificationRun:
             values.update({"joint": self.arm.joints[point.joint], "pass": point.phase,
                            "percent": round(point.percent, 1)})
         level, message = self._level(problem)
-        return RunStatus(level, message, values)
+        return LoopStatus(level, message, values)
 
     def _level(self, problem: str | None) -> tuple[int, str]:
         """The diagnostics level and message: the run's state and the input's problem."""
