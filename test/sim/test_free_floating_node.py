@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -50,18 +52,20 @@ def test_job_hand_moves_at_the_commanded_velocity_and_the_other_holds(rclpy_cont
     executor = SingleThreadedExecutor(context=rclpy_context)
     for node in (sim, arm, probe):
         executor.add_node(node)
-    samples: list[tuple[float, np.ndarray]] = []
-    base: list[np.ndarray] = []
-    probe.create_subscription(PoseStamped, "/sim/base_pose", lambda m: base.append(np.array([
+    # each state and base pose kept by its stamp, paired afterwards: on a loaded machine this
+    # process's one executor falls behind the free-running simulation, and the probe's queues
+    # (deep enough for the whole run) then hand the two topics over at different times
+    joints: dict[float, np.ndarray] = {}
+    base: dict[float, np.ndarray] = {}
+
+    def stamp(msg: Any) -> float:
+        return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+    probe.create_subscription(PoseStamped, "/sim/base_pose", lambda m: base.__setitem__(stamp(m), np.array([
         m.pose.position.x, m.pose.position.y, m.pose.position.z, m.pose.orientation.x,
-        m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w])), 100)
-
-    def on_joints(msg: JointState) -> None:
-        if base:
-            t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-            samples.append((t, np.concatenate([base[-1], np.asarray(msg.position)])))
-
-    probe.create_subscription(JointState, "/joint_states", on_joints, 100)
+        m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w])), 5000)
+    probe.create_subscription(JointState, "/joint_states",
+                              lambda m: joints.__setitem__(stamp(m), np.asarray(m.position)), 5000)
     twist_pub = probe.create_publisher(TwistStamped, "/arm_balance/job_twist", 10)
     from rclpy.lifecycle import TransitionCallbackReturn
 
@@ -79,6 +83,12 @@ def test_job_hand_moves_at_the_commanded_velocity_and_the_other_holds(rclpy_cont
                 twist_pub.publish(twist)
             executor.spin_once(timeout_sec=0.002)
         arm.trigger_deactivate()
+        quiet_until = time.monotonic() + 1.0  # what the queues still hold
+        while time.monotonic() < quiet_until:
+            heard = len(joints) + len(base)
+            executor.spin_once(timeout_sec=0.01)
+            if len(joints) + len(base) != heard:
+                quiet_until = time.monotonic() + 1.0
     finally:
         executor.shutdown()
         for node in (sim, arm, probe):
@@ -86,10 +96,10 @@ def test_job_hand_moves_at_the_commanded_velocity_and_the_other_holds(rclpy_cont
     model = RobotModel(urdf_path("space_robot"), floating_base=True)
     joint_q = model.q_index(list(sim.sim.joint_names))
     times, hands = [], []
-    for t, state in samples:
+    for t in sorted(set(joints) & set(base)):
         q = model.neutral()
-        q[0:7] = state[0:7]
-        q[joint_q] = state[7:]
+        q[0:7] = base[t]
+        q[joint_q] = joints[t]
         times.append(t)
         hands.append([model.frame_transform(f"{s}_hand", q)[:2, 3] for s in ("right", "left")])
     times_a, hands_a = np.array(times), np.array(hands)

@@ -12,6 +12,7 @@ without ``/zmp`` into a fresh estimator.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -221,22 +222,21 @@ def test_live_fsr_zmp_matches_mujoco_cop(live_run: LiveRun) -> None:
 
 
 def test_replayed_bag_gives_the_live_zmp_sequence(live_run: LiveRun, tmp_path: Path) -> None:
-    """humanoid-balance replay into a fresh use_sim_time estimator: same /zmp count, each within 1e-9 m."""
+    """humanoid-balance replay into a fresh use_sim_time estimator: same /zmp count, each within 1e-9 m.
+
+    The estimator runs as ``ros2 run`` starts it, a process of its own: in this process its
+    executor shared the GIL with the probe's, and once its teardown blocked in rclpy's
+    ``Publisher.destroy`` until the CI watchdog.
+    """
     import rclpy
     from geometry_msgs.msg import PointStamped
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
-    from rclpy.parameter import Parameter
-
-    from humanoid_balance.nodes.zmp_estimator import ZmpEstimatorNode
 
     context = Context()
     rclpy.init(context=context)
-    sim_time = [Parameter("use_sim_time", value=True)]
-    estimator = ZmpEstimatorNode(context=context, parameter_overrides=sim_time)
     probe = rclpy.create_node("replay_probe", context=context)
     executor = SingleThreadedExecutor(context=context)
-    executor.add_node(estimator)
     executor.add_node(probe)
     replayed: dict[int, np.ndarray] = {}
 
@@ -244,24 +244,44 @@ def test_replayed_bag_gives_the_live_zmp_sequence(live_run: LiveRun, tmp_path: P
         replayed[stamp_ns(msg.header.stamp)] = np.array([msg.point.x, msg.point.y])
 
     probe.create_subscription(PointStamped, "/zmp", on_zmp, 1000)
-    player = subprocess.Popen(
-        [sys.executable, "-m", "humanoid_balance.cli", "replay", str(live_run.bag),
-         "--exclude", "/zmp", "/zmp_fsr",
-         "--rate", str(REPLAY_RATE),
-         "--wait-for", "/left_foot/ft", "/right_foot/ft", "/joint_states", "/clock",
-         "--delay", "2.0"],  # discovery finishing both ways takes longer on a loaded CI machine
-        env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    estimator_log = tmp_path / "zmp_estimator.log"
+    with open(estimator_log, "w") as log:
+        estimator = subprocess.Popen(
+            [sys.executable, "-m", "humanoid_balance.nodes.zmp_estimator",
+             "--ros-args", "-p", "use_sim_time:=true"],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=log, stderr=subprocess.STDOUT)
+    player = None
     try:
+        # the probe hears the estimator before anything is played (the player waits for the
+        # estimator's own subscriptions)
+        _spin(executor, 60.0, until=lambda: _subscriptions_matched(probe))
+        assert _subscriptions_matched(probe), estimator_log.read_text()[-2000:]
+        player = subprocess.Popen(
+            [sys.executable, "-m", "humanoid_balance.cli", "replay", str(live_run.bag),
+             "--exclude", "/zmp", "/zmp_fsr",
+             "--rate", str(REPLAY_RATE),
+             "--wait-for", "/left_foot/ft", "/right_foot/ft", "/joint_states", "/clock",
+             "--delay", "2.0"],  # discovery finishing both ways takes longer on a loaded CI machine
+            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         _spin(executor, SIM_SECONDS / REPLAY_RATE + 60.0, until=lambda: player.poll() is not None)
         _spin_until_quiet(executor, lambda: len(replayed))
     finally:
-        if player.poll() is None:
-            player.terminate()
-        output = player.communicate(timeout=10)[0].decode(errors="replace")
-        executor.shutdown()
-        estimator.destroy_node()
+        output = ""
+        if player is not None:
+            if player.poll() is None:
+                player.terminate()
+            output = player.communicate(timeout=10)[0].decode(errors="replace")
+        estimator.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
+        try:
+            estimator.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            estimator.kill()
+            estimator.wait()
         probe.destroy_node()
+        executor.shutdown()
         rclpy.shutdown(context=context)
+    estimator_output = estimator_log.read_text(errors="replace")
+    assert estimator.returncode == 0, estimator_output[-2000:]
     assert player.returncode == 0, output[-2000:]
     assert "published" in output
     # the recorder's subscriptions match the simulation one by one: a live ZMP whose joint state or
@@ -273,7 +293,9 @@ def test_replayed_bag_gives_the_live_zmp_sequence(live_run: LiveRun, tmp_path: P
     start = max(first[t] for t in inputs)
     live = {s: v for s, v in live_run.zmp.items() if s >= start}
     assert len(live_run.zmp) - len(live) <= 25, (start, min(live_run.zmp))  # <= 50 ms at 500 Hz
-    assert sorted(replayed) == sorted(live), (len(replayed), len(live), len(live_run.zmp))
+    assert sorted(replayed) == sorted(live), (
+        len(replayed), len(live), len(live_run.zmp), sorted(set(live) - set(replayed))[:20],
+        estimator_output[-3000:])
     worst = max(float(np.abs(replayed[s] - live[s]).max()) for s in replayed)
     print(f"\nreplay: {len(replayed)} ZMP samples, live {len(live)} (of {len(live_run.zmp)}; "
           f"bag inputs from {start * 1e-9:.3f} s), worst difference {worst:.2e} m")
