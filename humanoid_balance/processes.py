@@ -69,10 +69,33 @@ class ExitReport:
         return self.returncode == 0 and not self.killed and not self.traceback
 
 
+#: run as ``python -S -E -c WRAPPER <parent pid> <command...>``: asks the kernel to send SIGTERM
+#: when the process that started it ends (``prctl(PR_SET_PDEATHSIG)``, kept across ``execvp``),
+#: exits at once if that parent is already gone, then becomes the command (same pid). A
+#: ``preexec_fn`` would do it between fork and exec in a parent with DDS threads, where
+#: Python code may deadlock (the subprocess documentation's warning)
+_PARENT_DEATH_WRAPPER = (
+    "import ctypes, os, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, 15, 0, 0, 0)\n"  # PR_SET_PDEATHSIG, SIGTERM
+    "os.getppid() == int(sys.argv[1]) or sys.exit(0)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
+def with_parent_death_signal() -> list[str]:
+    """The command prefix that ends a node with SIGTERM when the process that started it dies
+    (killed, crashed): a chaos run, a soak or the demo killed with SIGKILL otherwise left
+    its graph running. SIGTERM is a node's clean stop (the arm brakes, the waist disables).
+    Empty where the platform has no ``prctl`` (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    return [sys.executable, "-S", "-E", "-c", _PARENT_DEATH_WRAPPER, str(os.getpid())]
+
+
 class NodeProcess:
     """One node of a graph as a process (``ros2 run`` does the same), output to ``log_path``.
 
-    Use as a context manager, or call :meth:`stop`.
+    The node gets SIGTERM when the process that started it dies
+    (:func:`with_parent_death_signal`). Use as a context manager, or call :meth:`stop`.
     """
 
     def __init__(self, node: GraphNode, *, log_path: Path | str,
@@ -86,8 +109,9 @@ class NodeProcess:
         self._log: IO[str] = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
         environment = dict(os.environ if env is None else env)
         environment.setdefault("PYTHONUNBUFFERED", "1")
-        self.popen = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=environment)
+        self.popen = subprocess.Popen(
+            [*with_parent_death_signal(), *self.command], stdout=self._log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
         self.report: ExitReport | None = None
 
     @property
