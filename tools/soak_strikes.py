@@ -81,7 +81,15 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         graph.start_all()
         if chaos.settle(READY_TIMEOUT_S) is None:
             raise RuntimeError(f"the graph did not settle: {monitor.levels()}")
+        # one whole strike first, as the chaos run does: the levels the graph reaches in a
+        # strike (the free-running graph's arm_balance warns on each: the job arm scaled at its
+        # joint limits, balance indicators out of bounds) are its baseline, their changes counted
+        # and reported; a level above them is a hold or a fault
+        learn_from = len(monitor.events)
+        _spin(executor, driver.cycle_s + 0.5)
         baseline = monitor.levels()
+        for _, name, level, _ in monitor.events[learn_from:]:
+            baseline[name] = max(level, baseline.get(name, 0))
         events_from = len(monitor.events)
         unsafe_from = len(monitor.unsafe)
         start = time.monotonic()
@@ -121,6 +129,19 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
             "samples": samples, "baseline_levels": baseline, "level_changes": events,
             "unsafe": monitor.unsafe, "strikes": driver.strikes, "commands": monitor.commands,
             "exits_clean": exits, "error": error, "logs": str(log_dir)}
+
+
+def warnings_by_message(result: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """How often each (status, message) above OK came, at or below its baseline level; the
+    numbers in a message (a joint's scale, a margin) are left out so that like ones count as one."""
+    import re
+    from collections import Counter
+
+    baseline = result["baseline_levels"]
+    return dict(Counter(
+        (e["status"], re.sub(r"-?\d+(\.\d+)?", "#", e["message"]))
+        for e in result["level_changes"]
+        if 0 < e["level"] <= baseline.get(e["status"], 0)).most_common())
 
 
 def verdict(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -203,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     result = soak(args)
     problems, rows = verdict(result)
     result["problems"] = problems
+    result["warnings_at_baseline"] = [{"status": status, "message": message, "count": count}
+                                      for (status, message), count in warnings_by_message(result).items()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "soak_strikes.json").write_text(json.dumps(result, indent=1) + "\n")
     if result["samples"]:
@@ -214,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         print(" | ".join(row))
     print(f"strikes {result['strikes']}, commands {result['commands']}, unsafe "
           f"{len(result['unsafe'])}, level changes {len(result['level_changes'])}")
+    for warning in result["warnings_at_baseline"]:
+        print(f"soak: {warning['count']} x {warning['status']}: {warning['message']} "
+              "(levels a strike reaches)")
     for line in problems:
         print(f"soak: {line}", file=sys.stderr)
     return 1 if problems else 0
