@@ -262,10 +262,18 @@ def sim_graph(
                           (_node("mujoco_sim", sim_parameters), *nodes)])
 
 
+#: ``sensor_queue_depth`` of the replay's estimator: a player does not wait for its readers, and
+#: a 100-deep queue lost samples whenever the estimator was kept off the CPU for longer than
+#: 100 periods (the replay test on a loaded CI machine: 1121 of 1200 ZMPs); 10 s at 1 kHz
+REPLAY_SENSOR_QUEUE_DEPTH = 10000
+
+
 def replay_graph(*, sensor_type: str = "ft") -> list[GraphNode]:  # no namespace: a bag's topics are its own
-    """What ``replay.launch.py`` starts beside the bag player: the ZMP estimator on the bag's clock."""
+    """What ``replay.launch.py`` starts beside the bag player: the ZMP estimator on the bag's
+    clock, every sample kept for it (:data:`REPLAY_SENSOR_QUEUE_DEPTH`)."""
     _check_choice("sensor_type", sensor_type, ("ft", "fsr"))
-    return [_node("zmp_estimator", {"use_sim_time": True, "sensor_type": sensor_type})]
+    return [_node("zmp_estimator", {"use_sim_time": True, "sensor_type": sensor_type,
+                                    "sensor_queue_depth": REPLAY_SENSOR_QUEUE_DEPTH})]
 
 
 def zmp_estimator_inputs(sensor_type: str = "ft") -> list[str]:

@@ -114,7 +114,7 @@ class ZmpEstimatorNode(Node):
         self._last_marker_ns: int | None = None
         self._last_polygon: np.ndarray | None = None
         self._last_polygon_ns: int | None = None
-        qos, sensor_qos = QoSProfile(depth=100), QoSProfile(depth=100)
+        qos, sensor_qos = QoSProfile(depth=100), QoSProfile(depth=self.config.sensor_queue_depth)
         if self.config.best_effort_sensors:
             sensor_qos.reliability = ReliabilityPolicy.BEST_EFFORT
         self._joint_reader = cdr.JointStateReader()

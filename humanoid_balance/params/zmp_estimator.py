@@ -91,6 +91,10 @@ SPEC = ParamSpec("zmp_estimator", [
     Param("margin_error", 0.01, "markers turn red below this stability margin", "m",
           minimum=-1.0, maximum=1.0, dynamic=True),
     Param("best_effort_sensors", False, "subscribe to the sensors best-effort"),
+    Param("sensor_queue_depth", 100,
+          "messages each sensor subscription keeps for the executor (100: 0.1 s at 1 kHz, the "
+          "freshest only; a replay wants every one: replay.launch.py gives 10000)",
+          minimum=1, maximum=100000),
     *_side_params("left"),
     *_side_params("right"),
 ], cross_check=_cross_check, lifecycle=False)
@@ -130,6 +134,7 @@ class ZmpEstimatorConfig:
     margin_warn_m: float
     margin_error_m: float
     best_effort_sensors: bool
+    sensor_queue_depth: int
     feet: FootLayout
     sensor_frames: dict[str, str] = field(default_factory=dict)
     foot_links: dict[str, str] = field(default_factory=dict)
