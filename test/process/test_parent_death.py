@@ -5,10 +5,10 @@ running): SIGTERM from the kernel, the node's clean stop."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,30 +23,27 @@ from pathlib import Path
 from humanoid_balance.graph import NODES, GraphNode
 from humanoid_balance.processes import NodeProcess
 node = NodeProcess(GraphNode(NODES["zmp_estimator"]), log_path=Path(sys.argv[1]))
-print(node.pid, flush=True)
+# up once it logs (its subscriptions made): no time assumed, 120 s at most
+print(node.pid if node.wait_for_output("[zmp_estimator]", 120.0) else "not up", flush=True)
 time.sleep(600)
 """
 
 
-def _ended(pid: int) -> bool:
-    """The process is gone, or a zombie waiting for its new parent to reap it."""
+def _wait_for_exit(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` (not a child of this one) ends within ``timeout`` s: a pidfd
+    becomes readable when it does."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
         return True
-    return state in ("Z", "X")
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
 
 
-def _wait(condition: object, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="prctl(PR_SET_PDEATHSIG) and pidfd are Linux's")
 def test_a_node_ends_cleanly_when_its_starter_is_killed(tmp_path: Path) -> None:
     """SIGKILL of the starting process: the node gets SIGTERM and exits without a traceback."""
     log = tmp_path / "zmp_estimator.log"
@@ -54,14 +51,12 @@ def test_a_node_ends_cleanly_when_its_starter_is_killed(tmp_path: Path) -> None:
                               text=True, env=dict(os.environ))
     try:
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        # the node is up once it logs (its subscriptions made): no time assumed
-        assert _wait(lambda: log.exists() and "[zmp_estimator]" in log.read_text(), 120.0), \
-            log.read_text() if log.exists() else "no log"
-        assert not _ended(child)
+        line = parent.stdout.readline().strip()
+        assert line.isdigit(), f"{line}: {log.read_text() if log.exists() else 'no log'}"
+        child = int(line)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
-        assert _wait(lambda: _ended(child), 60.0), f"{child} still runs after its starter died"
+        assert _wait_for_exit(child, 60.0), f"{child} still runs after its starter died"
     finally:
         if parent.poll() is None:
             parent.kill()
