@@ -159,6 +159,11 @@ def run_node(
             pass
         finally:
             if executor is not None:
+                # the node leaves the executor before either ends, as rclpy.spin does: destroying
+                # it after a shut-down EventsExecutor's wake (rclpy's destroy_node calls it) once
+                # ended mujoco_sim with a segmentation fault on SIGTERM during start-up
+                if node is not None:
+                    executor.remove_node(node)
                 executor.shutdown(timeout_sec=1.0)
             if node is not None:
                 node.destroy_node()

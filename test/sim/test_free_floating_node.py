@@ -11,7 +11,6 @@ hands' motion is measured from the simulation's joint states and base pose
 from __future__ import annotations
 
 import time
-
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,12 @@ def test_job_hand_moves_at_the_commanded_velocity_and_the_other_holds(rclpy_cont
     sim_time = [Parameter("use_sim_time", value=True)]
     sim = MujocoSimNode(context=rclpy_context, parameter_overrides=[
         Parameter("model", value="space_robot"), Parameter("gravity", value=-1.0),
-        Parameter("real_time_factor", value=0.5),
+        # a fifth of real time: the three nodes share this process's executor, and at 0.5 on a
+        # loaded machine the arm answered late and the hand moved 10 % slower than commanded
+        # (0.0180, 0.0269 m/s for 0.02, 0.03). Lock-step would not depend on the load, but
+        # arm_balance refuses a joint state ahead of a late /clock (the soak's finding, not
+        # mended): each such period then waited out the lock-step timeout
+        Parameter("real_time_factor", value=0.2),
         Parameter("publish_rate", value=500.0), Parameter("sensor_noise", value=0.0),
         Parameter("duration", value=3.0),
         Parameter("initial_joint_names", value=list(PAPER_ANGLES)),
@@ -72,7 +76,7 @@ def test_job_hand_moves_at_the_commanded_velocity_and_the_other_holds(rclpy_cont
     assert arm.trigger_configure() == TransitionCallbackReturn.SUCCESS
     assert arm.trigger_activate() == TransitionCallbackReturn.SUCCESS
     try:
-        wall_end = time.monotonic() + 60.0
+        wall_end = time.monotonic() + 120.0  # the run ends it (sim.finished); this, a hang
         next_twist = 0.0
         while not sim.finished.is_set() and time.monotonic() < wall_end:
             if time.monotonic() >= next_twist:  # 50 Hz, as a teleoperation device would
