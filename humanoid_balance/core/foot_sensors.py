@@ -173,8 +173,10 @@ class FootSensors(ABC):
 
     @abstractmethod
     def parse(self, side: str, reading: WrenchReading | FsrReading, now_ns: int,
-              future_tolerance_s: float) -> tuple[int, np.ndarray]:
-        """(stamp [ns], payload) of a reading received at ``now_ns`` [ns].
+              future_tolerance_s: float, judge_ns: int | None = None) -> tuple[int, np.ndarray]:
+        """(stamp [ns], payload) of a reading received at ``now_ns`` [ns]; a stamp is judged
+        against ``judge_ns`` (default ``now_ns``; see
+        :func:`humanoid_balance.core.freshness.late_clock_reference`).
 
         Raises:
             SampleRefusedError: why it is dropped, with its counter.
@@ -255,7 +257,7 @@ class FtSensors(FootSensors):
         return cls(feet, gravity, sensor_frames=sensor_frames, frame_in_sensor=frame_in_sensor)
 
     def parse(self, side: str, reading: WrenchReading | FsrReading, now_ns: int,
-              future_tolerance_s: float) -> tuple[int, np.ndarray]:
+              future_tolerance_s: float, judge_ns: int | None = None) -> tuple[int, np.ndarray]:
         """A wrench: finite, stamped at most ``future_tolerance_s`` ahead of the clock, in
         the sensor frame or one rigidly attached to the foot (then moved to the sensor's)."""
         if not isinstance(reading, WrenchReading):
@@ -264,7 +266,8 @@ class FtSensors(FootSensors):
         if not all(isfinite(v) for v in values):
             raise SampleRefusedError("dropped_nonfinite", f"{side} foot: non-finite wrench dropped",
                                 count_in_reason=True)
-        problem = stamp_problem(1e-9 * reading.stamp_ns, 1e-9 * now_ns, self._what[side],
+        judge = now_ns if judge_ns is None else judge_ns
+        problem = stamp_problem(1e-9 * reading.stamp_ns, 1e-9 * judge, self._what[side],
                                 ahead_s=future_tolerance_s, ahead_name="future_tolerance")
         if problem is not None:
             raise SampleRefusedError("dropped_future", f"{problem}: refused")
@@ -395,7 +398,7 @@ class FsrSensors(FootSensors):
                 raise ConfigurationError(f"sensor_type='fsr' but foot {side!r} has no FSR positions")
 
     def parse(self, side: str, reading: WrenchReading | FsrReading, now_ns: int,
-              future_tolerance_s: float) -> tuple[int, np.ndarray]:
+              future_tolerance_s: float, judge_ns: int | None = None) -> tuple[int, np.ndarray]:
         """An array of one finite force per FSR, stamped with its arrival ``now_ns``."""
         if not isinstance(reading, FsrReading):
             raise TypeError(f"FSR sensors read FsrReading, not {type(reading).__name__}")
