@@ -173,10 +173,9 @@ class FootSensors(ABC):
 
     @abstractmethod
     def parse(self, side: str, reading: WrenchReading | FsrReading, now_ns: int,
-              future_tolerance_s: float, judge_ns: int | None = None) -> tuple[int, np.ndarray]:
-        """(stamp [ns], payload) of a reading received at ``now_ns`` [ns]; a stamp is judged
-        against ``judge_ns`` (default ``now_ns``; see
-        :func:`humanoid_balance.core.freshness.late_clock_reference`).
+              ahead_s: float, ahead_name: str = "future_tolerance") -> tuple[int, np.ndarray]:
+        """(stamp [ns], payload) of a reading received at ``now_ns`` [ns]; a stamp more than
+        ``ahead_s`` [s] ahead of it (the parameters ``ahead_name``) is refused.
 
         Raises:
             SampleRefusedError: why it is dropped, with its counter.
@@ -257,8 +256,8 @@ class FtSensors(FootSensors):
         return cls(feet, gravity, sensor_frames=sensor_frames, frame_in_sensor=frame_in_sensor)
 
     def parse(self, side: str, reading: WrenchReading | FsrReading, now_ns: int,
-              future_tolerance_s: float, judge_ns: int | None = None) -> tuple[int, np.ndarray]:
-        """A wrench: finite, stamped at most ``future_tolerance_s`` ahead of the clock, in
+              ahead_s: float, ahead_name: str = "future_tolerance") -> tuple[int, np.ndarray]:
+        """A wrench: finite, stamped at most ``ahead_s`` ahead of the clock, in
         the sensor frame or one rigidly attached to the foot (then moved to the sensor's)."""
         if not isinstance(reading, WrenchReading):
             raise TypeError(f"F/T sensors read WrenchReading, not {type(reading).__name__}")
@@ -266,9 +265,8 @@ class FtSensors(FootSensors):
         if not all(isfinite(v) for v in values):
             raise SampleRefusedError("dropped_nonfinite", f"{side} foot: non-finite wrench dropped",
                                 count_in_reason=True)
-        judge = now_ns if judge_ns is None else judge_ns
-        problem = stamp_problem(1e-9 * reading.stamp_ns, 1e-9 * judge, self._what[side],
-                                ahead_s=future_tolerance_s, ahead_name="future_tolerance")
+        problem = stamp_problem(1e-9 * reading.stamp_ns, 1e-9 * now_ns, self._what[side],
+                                ahead_s=ahead_s, ahead_name=ahead_name)
         if problem is not None:
             raise SampleRefusedError("dropped_future", f"{problem}: refused")
         wrench = np.array(values, dtype=float)
@@ -398,7 +396,7 @@ class FsrSensors(FootSensors):
                 raise ConfigurationError(f"sensor_type='fsr' but foot {side!r} has no FSR positions")
 
     def parse(self, side: str, reading: WrenchReading | FsrReading, now_ns: int,
-              future_tolerance_s: float, judge_ns: int | None = None) -> tuple[int, np.ndarray]:
+              ahead_s: float, ahead_name: str = "future_tolerance") -> tuple[int, np.ndarray]:
         """An array of one finite force per FSR, stamped with its arrival ``now_ns``."""
         if not isinstance(reading, FsrReading):
             raise TypeError(f"FSR sensors read FsrReading, not {type(reading).__name__}")

@@ -10,12 +10,7 @@ One rule for every node (issue 34), so that a fix reaches them all:
   negative age beyond the tolerance never counts as fresh;
 * a message *stamped* further ahead of the clock than a node's bound is refused (a wrong
   clock, ``use_sim_time`` set on one side only, or a bogus stamp); one stamped further
-  behind than its bound is a measurement that old;
-* under simulation time the clock is ``/clock``, a topic of its own, which a reliable stream
-  may deliver late (one lost datagram holds back its later samples until the repair): a
-  stamp is then judged against the newer of the clock and the newest stamp the node
-  accepted on its *other* inputs, trusted at most a bound ahead of the clock
-  (:func:`late_clock_reference`).
+  behind than its bound is a measurement that old.
 
 Times are seconds (floats) on the node's clock. No rclpy: nodes convert their ``Time``.
 """
@@ -26,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["CLOCK_BACK_TOLERANCE_S", "ClockJump", "ClockWatch", "age_problem", "is_fresh",
-           "late_clock_reference", "stamp_problem"]
+           "stamp_problem"]
 
 #: s the clock may go back between two readings, or an input be received "after now",
 #: without counting as a clock jump
@@ -74,24 +69,6 @@ def stamp_problem(stamp_s: float, now_s: float, what: str, *, ahead_s: float,
         return (f"{what} stamped {-offset:.3f} s behind the node clock, beyond "
                 f"{behind_name}={behind_s:g} s")
     return None
-
-
-def late_clock_reference(now: int, newest_others: int | None, late_bound: int) -> int:
-    """What a stamp is judged against under simulation time: the newer of the clock ``now``
-    and ``newest_others``, the newest stamp accepted on the node's other inputs (None: none),
-    but at most ``late_bound`` ahead of ``now`` (all in one unit, e.g. ns).
-
-    ``/clock`` reaches a node on a topic of its own; held back behind a lost datagram, it
-    reads earlier than the samples stamped in the same simulation period, which then look
-    "ahead of the clock". The other inputs' stamps show how far the simulation really is.
-    Only other inputs count (a stream never vouches for itself), and only up to
-    ``late_bound``: streams that all run ahead of ``/clock`` still meet the future check.
-    """
-    if late_bound < 0:
-        raise ValueError(f"{late_bound=} must be >= 0")
-    if newest_others is None or newest_others <= now:
-        return now
-    return min(newest_others, now + late_bound)
 
 
 @dataclass(frozen=True)

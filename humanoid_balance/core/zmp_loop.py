@@ -18,11 +18,12 @@ estimates (:class:`ZmpResult`) that became ready, to publish. It owns:
   joints only: it updates those on top of the latest values of the others;
 * **stale and future inputs**: a reading or joint state stamped more than
   ``future_tolerance`` ahead of the clock is refused
-  (:func:`humanoid_balance.core.freshness.stamp_problem`); with simulation time "the clock"
-  is the newer of ``/clock`` and the newest stamp accepted on the other inputs, at most
-  ``sensor_timeout`` ahead of ``/clock``
-  (:func:`humanoid_balance.core.freshness.late_clock_reference`: ``/clock`` held back behind
-  a lost datagram made the samples of its period look ahead); a joined sample older than
+  (:func:`humanoid_balance.core.freshness.stamp_problem`). With simulation time the clock
+  is ``/clock``, a topic like the samples: held back behind a lost datagram (a reliable
+  stream delivers in order) it reads earlier than the samples of its period, so it may be
+  late by ``sensor_timeout`` (the bound on the samples' own lateness) before a stamp counts
+  as ahead; clocks that disagree (``use_sim_time`` on one side only) differ by far more.
+  A joined sample older than
   ``sensor_timeout``, or without a joint state within ``joint_state_timeout`` of it,
   gives no ZMP. With simulation time (``use_sim_time``) the age is counted from the
   newest joined sample, not from ``/clock``, which a loaded executor may take before
@@ -51,7 +52,7 @@ from humanoid_balance.core.foot_sensors import (
     WrenchReading,
     make_foot_sensors,
 )
-from humanoid_balance.core.freshness import late_clock_reference, stamp_problem
+from humanoid_balance.core.freshness import stamp_problem
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.support import OUTSIDE_POLYGON
 from humanoid_balance.core.sync import ArrivalPairer, SampleSet, StampedBuffer
@@ -71,8 +72,6 @@ __all__ = ["DROPS", "ERROR", "OK", "STALE", "WARN", "LoopClock", "ManualClock", 
 #: the counters of dropped input (``counts``), each a reason a sample gave no ZMP
 DROPS = ("dropped_nonfinite", "dropped_shape", "dropped_invalid", "dropped_frame", "dropped_stale",
          "dropped_future", "dropped_joint_states", "dropped_unreadable")
-#: the key of the joint states among the inputs' newest stamps (the feet's are their sides)
-JOINT_STATES = "joint_states"
 #: joint states kept to find the one of a sample's stamp
 JOINT_STATE_HISTORY = 200
 #: readings kept per foot for zeroing (2 s at 1 kHz)
@@ -222,7 +221,6 @@ class ZmpLoop:
         self._recent: dict[str, deque[tuple[int, np.ndarray]]] = {
             s: deque(maxlen=RECENT_READINGS) for s in self.sides}
         self._last_published_ns: int | None = None
-        self._newest_stamps: dict[str, int] = {}  # per input, the latest stamp accepted
 
     def set_config(self, config: ZmpEstimatorConfig) -> None:
         """Take the dynamic parameters (the others are read at construction only).
@@ -238,6 +236,19 @@ class ZmpLoop:
                                max_age_ns=_ns(config.sensor_timeout_s))
         self.joint_state_timeout_ns = _ns(config.joint_state_timeout_s)
         self.sensor_timeout_ns = _ns(config.sensor_timeout_s)
+
+    @property
+    def ahead_s(self) -> float:
+        """How far [s] ahead of the clock a stamp may be (see the module): ``future_tolerance``,
+        plus ``sensor_timeout`` with simulation time."""
+        config = self.config
+        return config.future_tolerance_s + (config.sensor_timeout_s if self.clock.sim_time() else 0.0)
+
+    @property
+    def ahead_name(self) -> str:
+        """The parameters that make :attr:`ahead_s`, for the refusals' words."""
+        return ("future_tolerance + sensor_timeout (use_sim_time: /clock may be late)"
+                if self.clock.sim_time() else "future_tolerance")
 
     # --- inputs ----------------------------------------------------------------------
 
@@ -260,9 +271,8 @@ class ZmpLoop:
             self.drop("dropped_joint_states",
                       f"joint_states has {len(names)} names but {len(positions)} positions: ignored")
             return []
-        judge = self._judge_ns(self.clock.now_ns(), JOINT_STATES)
-        problem = stamp_problem(1e-9 * stamp_ns, 1e-9 * judge, "joint_states",
-                                ahead_s=self.config.future_tolerance_s, ahead_name="future_tolerance")
+        problem = stamp_problem(1e-9 * stamp_ns, 1e-9 * self.clock.now_ns(), "joint_states",
+                                ahead_s=self.ahead_s, ahead_name=self.ahead_name)
         if problem is not None:
             self.drop("dropped_future", f"{problem}: ignored")
             return []
@@ -278,7 +288,6 @@ class ZmpLoop:
         # a message may carry some joints only (several drivers publish /joint_states)
         self.q[q_index] = position
         self.joint_states.push(stamp_ns, self.q.copy())
-        self._accepted(JOINT_STATES, stamp_ns)
         return self._process_pending()
 
     def on_foot(self, side: str, reading: WrenchReading | FsrReading) -> list[ZmpResult]:
@@ -286,15 +295,13 @@ class ZmpLoop:
         now = self.clock.now_ns()
         self._last_arrival_ns[side] = now
         try:
-            stamp, payload = self.sensors.parse(side, reading, now, self.config.future_tolerance_s,
-                                                self._judge_ns(now, side))
+            stamp, payload = self.sensors.parse(side, reading, now, self.ahead_s, self.ahead_name)
         except SampleRefusedError as refused:
             reason = refused.reason
             if refused.count_in_reason:
                 reason += f" ({self.counts[refused.counter] + 1} so far)"
             self.drop(refused.counter, reason, refused.level)
             return []
-        self._accepted(side, stamp)
         self._recent[side].append((stamp, payload))
         joiner = self.joiner
         unpaired, resyncs = joiner.dropped, joiner.resyncs
@@ -306,17 +313,6 @@ class ZmpLoop:
                       "dropped, the feet joined period with period again")
         return self._on_joined(joined) if joined is not None else []
 
-    def _judge_ns(self, now_ns: int, key: str) -> int:
-        """The clock input ``key``'s stamps are judged against (see the module)."""
-        if not self.clock.sim_time():
-            return now_ns
-        others = [t for k, t in self._newest_stamps.items() if k != key]
-        return late_clock_reference(now_ns, max(others, default=None), self.sensor_timeout_ns)
-
-    def _accepted(self, key: str, stamp_ns: int) -> None:
-        # the latest, not the largest: after a simulation restart the old time is forgotten
-        self._newest_stamps[key] = stamp_ns
-
     # --- estimate --------------------------------------------------------------------
 
     def _on_joined(self, joined: SampleSet) -> list[ZmpResult]:
@@ -325,7 +321,6 @@ class ZmpLoop:
             for _ in range(len(self._pending)):
                 self.drop("dropped_stale", "stamps went back: the waiting samples were dropped")
             self._pending.clear()
-            self._newest_stamps.clear()
             self.estimator.reset()  # contact states of another time
         self._newest_set_ns = joined.stamp_ns
         self._pending.append(joined)

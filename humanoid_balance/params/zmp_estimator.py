@@ -82,7 +82,7 @@ SPEC = ParamSpec("zmp_estimator", [
           **_POS, dynamic=True),
     Param("future_tolerance", 0.05,
           "F/T samples and joint states stamped further ahead of the node's clock are refused "
-          "(use_sim_time: of the newer of /clock and the other inputs' stamps)", "s", **_NON_NEG,
+          "(use_sim_time: plus sensor_timeout, as /clock may be late)", "s", **_NON_NEG,
           dynamic=True),
     Param("zero_window", 0.1, "span of the samples ~/zero_sensors averages", "s", **_POS),
     Param("zero_max_load", 10.0, "load a foot may carry beyond its own weight when zeroed", "N",

@@ -10,7 +10,6 @@ from humanoid_balance.core.freshness import (
     ClockWatch,
     age_problem,
     is_fresh,
-    late_clock_reference,
     stamp_problem,
 )
 
@@ -73,12 +72,3 @@ def test_clock_watch_refuses_bad_bounds():
     with pytest.raises(ValueError):
         ClockWatch(back_tolerance_s=-1.0)
     assert ClockWatch().max_forward_s == math.inf
-
-
-def test_late_clock_reference_is_the_newer_of_the_clock_and_the_others_within_a_bound() -> None:
-    assert late_clock_reference(100, None, 50) == 100  # nothing else heard
-    assert late_clock_reference(100, 90, 50) == 100  # the others behind the clock
-    assert late_clock_reference(100, 130, 50) == 130  # the clock late by 30
-    assert late_clock_reference(100, 400, 50) == 150  # trusted only 50 ahead
-    with pytest.raises(ValueError):
-        late_clock_reference(100, 130, -1)
