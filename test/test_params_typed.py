@@ -63,7 +63,8 @@ def test_a_field_no_parameter_gives_is_refused() -> None:
 def test_motor_node_config_period_and_command_values() -> None:
     """The period is 1 / rate; the command settings come out as CommandOutput takes them."""
     config = MotorNodeConfig(rate_hz=250.0, command_interface="forward_position",
-                             command_topic="/c", command_joints=("j1", "j2"))
+                             command_topic="/c", command_joints=("j1", "j2"), urdf_path="",
+                             joint_state_timeout_s=0.05, diagnostics_rate_hz=10.0)
     assert config.period_s == 1.0 / 250.0
     assert config.command_values() == {"command_interface": "forward_position",
                                        "command_topic": "/c", "command_joints": ("j1", "j2")}

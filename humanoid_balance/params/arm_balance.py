@@ -157,16 +157,13 @@ class ArmBalanceConfig(MotorNodeConfig):
     position_margin_rad: float
     damping_threshold: float
     max_damping: float
-    joint_state_timeout_s: float
     job_input_timeout_s: float
     margin_timeout_s: float
     guard_slow_margin_m: float
     guard_hold_margin_m: float
-    urdf_path: str
     base_pose_topic: str
     free_floating_rows: tuple[str, ...]
     free_floating_acceleration_limit_rad_s2: float
-    diagnostics_rate_hz: float
     aux_posture_gain_1_s: float
     aux_posture_rad: tuple[float, ...]
     aux_posture_speed_rad_s: float

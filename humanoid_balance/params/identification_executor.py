@@ -98,11 +98,11 @@ class IdentificationExecutorConfig(MotorNodeConfig):
 
     Made by :func:`config_from_values` from the spec's values (validated there): see
     :data:`SPEC` for each one's meaning. The rate and the command output:
-    :class:`~humanoid_balance.params.typed.MotorNodeConfig`.
+    :class:`~humanoid_balance.params.typed.MotorNodeConfig` (also the URDF, "": the package's
+    lunar arm; the joint states' timeout; the diagnostics rate).
 
     Attributes:
         arm_joints: the arm's joints, the URDF's chain in order.
-        urdf_path: the arm's URDF ("": the package's lunar arm).
         speed_rad_s: sweep speed [rad/s].
         gravity_m_s2: gravity of the place of the run [m/s^2].
         torque_source: ``effort`` (torque [N m]) or ``current`` (motor current [A]).
@@ -113,15 +113,12 @@ class IdentificationExecutorConfig(MotorNodeConfig):
         static_configuration_rad: held by the other joints during each sweep [rad].
         sweep_half_range_rad: each joint sweeps static +- this [rad].
         acceleration_limit_rad_s2: every pass, approach and stop [rad/s^2].
-        joint_state_timeout_s: joint states older than this are stale [s].
         trim_s: dropped at the start of each pass [s].
         method: the estimator (:data:`~humanoid_balance.core.identification.METHODS`).
         average: friction-free samples averaged per block.
-        diagnostics_rate_hz: ``/diagnostics`` rate [Hz].
     """
 
     arm_joints: tuple[str, ...]
-    urdf_path: str
     speed_rad_s: float
     gravity_m_s2: float
     torque_source: str
@@ -132,11 +129,9 @@ class IdentificationExecutorConfig(MotorNodeConfig):
     static_configuration_rad: tuple[float, ...]
     sweep_half_range_rad: float
     acceleration_limit_rad_s2: float
-    joint_state_timeout_s: float
     trim_s: float
     method: str
     average: int
-    diagnostics_rate_hz: float
 
 
 def config_from_values(values: Mapping[str, Any]) -> IdentificationExecutorConfig:

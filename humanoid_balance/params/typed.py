@@ -12,7 +12,8 @@ the ones that keep their dataclass defaults (no field is left at a default silen
 
 :class:`MotorNodeConfig` is what the config of every motor-commanding node has: its
 command rate and its command output
-(:func:`~humanoid_balance.command_interface.command_params`).
+(:func:`~humanoid_balance.command_interface.command_params`), its URDF, the age its joint
+states may reach and its diagnostics rate.
 """
 
 from __future__ import annotations
@@ -95,12 +96,18 @@ class MotorNodeConfig:
             (:data:`~humanoid_balance.command_interface.COMMAND_INTERFACES`).
         command_topic: their topic ("": the interface's default).
         command_joints: the controller's joint order (``forward_position``).
+        urdf_path: the robot's URDF ("": the package's own for the node).
+        joint_state_timeout_s: the measured joint states older than this are stale [s].
+        diagnostics_rate_hz: the node's ``/diagnostics`` rate [Hz].
     """
 
     rate_hz: float
     command_interface: str
     command_topic: str
     command_joints: tuple[str, ...]
+    urdf_path: str
+    joint_state_timeout_s: float
+    diagnostics_rate_hz: float
 
     @property
     def period_s(self) -> float:
