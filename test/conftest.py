@@ -63,3 +63,26 @@ def rclpy_context() -> Iterator[object]:
 def repo_root() -> Path:
     """The repository checkout."""
     return REPO
+
+
+#: the test files that take longest, longest first (seconds of the file's tests summed, from
+#: ``pytest --durations=0`` on the 2-core machine; regenerate with tools/test_durations.py).
+#: ``bootstrap.sh test`` hands whole files to its two workers in collection order: run in
+#: plain order, a long file drawn last kept one worker busy for a minute after the other had
+#: finished. These go first; the rest keep their order.
+LONGEST_FIRST: tuple[str, ...] = ()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files of :data:`LONGEST_FIRST` first, longest first; within a file, its own order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    root = config.rootpath
+
+    def key(item: pytest.Item) -> int:
+        try:
+            name = item.path.relative_to(root).as_posix()
+        except ValueError:
+            return len(rank)
+        return rank.get(name, len(rank))
+
+    items.sort(key=key)  # stable: a file's tests keep their order
