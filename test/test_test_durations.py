@@ -1,8 +1,7 @@
-"""tools/test_durations.py: seconds per file from a --durations report, and the conftest order."""
+"""tools/test_durations.py: seconds per file from a --durations report."""
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
@@ -28,11 +27,3 @@ def test_setup_call_and_teardown_are_summed_per_file() -> None:
                        "test/test_experiment_identification.py": 33.05,
                        "test/faults/test_arm_balance.py": 10.58}
 
-
-def test_the_conftest_order_names_files_that_exist() -> None:
-    """Every file LONGEST_FIRST names is a test file (a renamed one would silently run last)."""
-    tree = ast.parse((ROOT / "test" / "conftest.py").read_text())
-    [names] = [ast.literal_eval(node.value) for node in tree.body
-               if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "LONGEST_FIRST"]
-    for name in names:
-        assert (ROOT / name).is_file(), name
