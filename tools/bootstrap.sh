@@ -49,13 +49,11 @@ fi
 # shellcheck source=tools/loopback_env.sh
 . tools/loopback_env.sh
 
-if [ "$job" = setup ] || [ "$job" = demo ] || [ "$job" = test ]; then
+if [ "$job" = setup ] || [ "$job" = demo ]; then
   # numba compiles the cycles' kernels into its cache now, once (later runs load them in
   # about 0.3 s), not in the demo's processes: the compile's seconds of load at their start
   # shifted what runs on the wall clock (the waist's drives) and a first lock-step demo
-  # after a change to the kernels gave 16.74 instead of 15.99 mm. The tests' first nodes
-  # would each compile them too, at once: on a fresh clone arm_balance, started beside the
-  # demo test's graph, was not reachable within 30 s (test_cycles)
+  # after a change to the kernels gave 16.74 instead of 15.99 mm
   "$VENV/bin/python" -c "from humanoid_balance.core import kernels; kernels.warm_up()
 from humanoid_balance.sim.humanoid import HumanoidSim; HumanoidSim()"
 fi
