@@ -63,4 +63,3 @@ def rclpy_context() -> Iterator[object]:
 def repo_root() -> Path:
     """The repository checkout."""
     return REPO
-
