@@ -237,18 +237,15 @@ class ZmpLoop:
         self.joint_state_timeout_ns = _ns(config.joint_state_timeout_s)
         self.sensor_timeout_ns = _ns(config.sensor_timeout_s)
 
-    @property
-    def ahead_s(self) -> float:
-        """How far [s] ahead of the clock a stamp may be (see the module): ``future_tolerance``,
-        plus ``sensor_timeout`` with simulation time."""
+    def ahead(self) -> tuple[float, str]:
+        """How far [s] ahead of the clock a stamp may be (see the module), and the parameters
+        that make it, for the refusals' words: ``future_tolerance``, plus ``sensor_timeout``
+        with simulation time. Read once per message (the clock's mode may change at run time)."""
         config = self.config
-        return config.future_tolerance_s + (config.sensor_timeout_s if self.clock.sim_time() else 0.0)
-
-    @property
-    def ahead_name(self) -> str:
-        """The parameters that make :attr:`ahead_s`, for the refusals' words."""
-        return ("future_tolerance + sensor_timeout (use_sim_time: /clock may be late)"
-                if self.clock.sim_time() else "future_tolerance")
+        if self.clock.sim_time():
+            return (config.future_tolerance_s + config.sensor_timeout_s,
+                    "future_tolerance + sensor_timeout (use_sim_time: /clock may be late)")
+        return config.future_tolerance_s, "future_tolerance"
 
     # --- inputs ----------------------------------------------------------------------
 
@@ -271,8 +268,9 @@ class ZmpLoop:
             self.drop("dropped_joint_states",
                       f"joint_states has {len(names)} names but {len(positions)} positions: ignored")
             return []
+        ahead_s, ahead_name = self.ahead()
         problem = stamp_problem(1e-9 * stamp_ns, 1e-9 * self.clock.now_ns(), "joint_states",
-                                ahead_s=self.ahead_s, ahead_name=self.ahead_name)
+                                ahead_s=ahead_s, ahead_name=ahead_name)
         if problem is not None:
             self.drop("dropped_future", f"{problem}: ignored")
             return []
@@ -295,7 +293,7 @@ class ZmpLoop:
         now = self.clock.now_ns()
         self._last_arrival_ns[side] = now
         try:
-            stamp, payload = self.sensors.parse(side, reading, now, self.ahead_s, self.ahead_name)
+            stamp, payload = self.sensors.parse(side, reading, now, *self.ahead())
         except SampleRefusedError as refused:
             reason = refused.reason
             if refused.count_in_reason:
