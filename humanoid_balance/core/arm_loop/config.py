@@ -22,6 +22,13 @@ CLOCK_PROBLEM_S = 1.0
 #: (a restarted simulation whose first joint states came before its /clock; tools/chaos.py saw
 #: one command 0.75 rad from the arm, then a jump back)
 RESUME_FROM_MEASURED_RAD = 0.05
+#: rad, s: a held arm measured elsewhere resumes from the measurement only once it has settled
+#: there (every arm joint within SETTLED_RAD for SETTLE_S); while it still moves, the joint
+#: states are the servos catching up with the held command, late (a loaded machine: resuming
+#: from such a measurement commanded steps of 14.9 and 16.7 deg in one cycle back to where the
+#: arm had been, test/faults/test_arm_balance.py's enable cases beside two busy loops)
+SETTLED_RAD = 0.002
+SETTLE_S = 0.05
 
 
 @dataclass(frozen=True)

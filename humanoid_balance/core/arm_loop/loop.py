@@ -17,6 +17,8 @@ from humanoid_balance.core.arm_loop.config import (
     MAX_LAG_S,
     MAX_STEPS,
     RESUME_FROM_MEASURED_RAD,
+    SETTLE_S,
+    SETTLED_RAD,
     ArmLoopConfig,
 )
 from humanoid_balance.core.arm_loop.job_input import JobInput, MeasuredMargin, job_problem
@@ -80,6 +82,8 @@ class ArmLoop:
         self._dropped_since: str | None = None
         # the next command starts from the measured positions at rest (after activation)
         self._from_measured = False
+        # held and measured elsewhere: (the arm positions, since when [s]) while they stay put
+        self._elsewhere: tuple[np.ndarray, float] | None = None
         #: the last command may be sent again for a period asked again (lock-step); False after
         #: the clock went back, until a command or hold step is made on the new clock
         self.repeatable = True
@@ -229,7 +233,11 @@ class ArmLoop:
             velocity = None
             if self._cmd_names and not self._from_measured and self.state is LoopState.HELD and (
                     self._held_elsewhere(q)):
+                if not self._settled_elsewhere(q, now_s):
+                    return self._holds("arms measured away from the held command and moving: "
+                                       "holding until they settle", steps, dt)
                 self._from_measured = True  # at rest, so no velocity step: where the robot is
+            self._elsewhere = None
             if self._cmd_names and not (self._from_measured and self.state is not LoopState.STOPPING):
                 q[self._arm_q_of(self.controller.names)] = self._by_name(self._cmd_p)
                 velocity = self._by_name(self._cmd_v)
@@ -317,6 +325,17 @@ class ArmLoop:
         command (which is at rest)."""
         measured = q[self._arm_q_of(self._cmd_names)]
         return bool(np.any(np.abs(measured - self._cmd_p) > RESUME_FROM_MEASURED_RAD))
+
+    def _settled_elsewhere(self, q: np.ndarray, now_s: float) -> bool:
+        """Whether the arm joints of ``q`` have stayed within :data:`SETTLED_RAD` of where they
+        were first measured away from the held command for :data:`SETTLE_S` (else the mark
+        starts anew from ``q``)."""
+        arm = q[self._arm_q_of(self._cmd_names)]
+        mark = self._elsewhere
+        if mark is None or np.any(np.abs(arm - mark[0]) > SETTLED_RAD) or now_s < mark[1]:
+            self._elsewhere = (arm.copy(), now_s)
+            return False
+        return now_s - mark[1] >= SETTLE_S
 
     def _clip_to_limits(self, q: np.ndarray) -> None:
         """The arm joints of ``q`` within their position limits, in place."""
