@@ -102,6 +102,7 @@ class FakeArm:
         self.mutate: Callable[[Any], Any] | None = None
         self.paused = False
         self.published = 0
+        self.stamps: list[float] = []  # of every joint state published [s]
         self.commands: list[Any] = []
         self.last_command = -math.inf  # time.monotonic() of the newest command
         self._next = time.monotonic()
@@ -139,6 +140,9 @@ class FakeArm:
         if msg is not None:
             self.pub.publish(msg)
             self.published += 1
+            stamp = getattr(getattr(msg, "header", None), "stamp", None)
+            if stamp is not None:
+                self.stamps.append(stamp.sec + 1e-9 * stamp.nanosec)
 
     def pump(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
         """Publish at ``rate_hz`` and spin the probe for ``seconds`` or until ``until()``."""
@@ -1202,17 +1206,27 @@ def test_a_regular_run_completes_without_warnings(good: Rig, ledger: Ledger) -> 
 
     This rig sweeps each joint +-0.5 deg (to keep the suite short): every joint's block is
     then ill-conditioned (over ILL_CONDITIONED), and the results and the diagnostics say so,
-    one warning per joint; nothing else is warned.
+    one warning per joint; nothing else is warned. Regular is what the fake arm sent: where a
+    loaded machine made its own stamps irregular (more than half the node's MAX_GAP_SHARE of
+    intervals over GAP_FACTOR times the median, by the node's own measure of them), the
+    node's "came irregularly" warning is right and is left out of the count.
     """
     import yaml
+
+    from humanoid_balance.core.identification.procedure import MAX_GAP_SHARE, timing_quality
 
     rig = good
     with ledger.case(rig.target, "timing", "regular input, whole run") as case:
         rig.output.unlink(missing_ok=True)
+        mark = len(rig.arm.stamps)
         complete_run(rig)
+        sent = np.array(rig.arm.stamps[mark:])
+        irregular = timing_quality(sent, sent, np.zeros(0), 1.0 / ARM_RATE_HZ).sample_gap_share \
+            > 0.5 * MAX_GAP_SHARE
         case.require(rig.diag.values.get("state") == "done", lambda: str(rig.diag.latest()))
         document = yaml.safe_load(rig.output.read_text())
-        warnings = document["warnings"]
+        warnings = [w for w in document["warnings"]
+                    if not (irregular and w.startswith("/joint_states came irregularly"))]
         conditions = document["condition_numbers"]
         case.require(all(c > ILL_CONDITIONED for c in conditions.values()), str(conditions))
         case.require(len(warnings) == len(conditions) and all(

@@ -41,8 +41,10 @@ EXIT_LIMIT_S = 2.0
 #: s a node may take to become reachable on a loaded 2-core machine. Measured (noisy, shared
 #: machine): imports and constructor 0.4-1.2 s (zmp_estimator: 0.7 s, scipy.spatial and
 #: pinocchio), then DDS discovery 0-2 s more; alone 0.5-3.9 s, the five started together
-#: a median of 2.4-4.7 s and at most 10.5 s (``test_cycles.py -s``)
-READY_TIMEOUT_S = 30.0
+#: a median of 2.4-4.7 s and at most 10.5 s (``test_cycles.py -s``). A deadline for an event,
+#: not a measure: beside two busy loops and the suite's other worker (load 5-6) mujoco_sim was
+#: not reachable within 30 s in ``test_cycles.py``; a passing run never waits for it
+READY_TIMEOUT_S = 90.0
 #: s an expected output may take to come once its inputs flow
 OUTPUT_TIMEOUT_S = 10.0
 #: s after which an unanswered readiness request is sent again (a request sent while the
