@@ -110,17 +110,27 @@ def strike_controller(model: Any, *, job_arm: str, selection: Sequence[str],
 
 
 def strike_setup(model: Any, speed: float | None, controller: Any, start_time: float = 0.0,
-                 job_arm: str = "right") -> tuple[Any, dict[str, float]]:
+                 job_arm: str = "right", durations: Sequence[float] | None = None,
+                 ) -> tuple[Any, dict[str, float]]:
     """The strike trajectory and the standing pose: job arm at its start, aux arm ready.
+
+    ``durations``: the trajectory's phases (to ready, wait, strike, return) [s]; None: the
+    seed's (:data:`~humanoid_balance.core.strike_trajectory.PAPER_DURATIONS`).
 
     The aux arm stands at the controller's posture (where its posture task has brought
     it before the strike, as after ``arm_balance``'s activation), or at rest
     (:data:`~humanoid_balance.core.strike_trajectory.AUX_START_DEG`) without RMC or
     without a posture task (the paper's pure form).
     """
-    from humanoid_balance.core.strike_trajectory import AUX_START_DEG, StrikeTrajectory, arm_pose
+    from humanoid_balance.core.strike_trajectory import (
+        AUX_START_DEG,
+        PAPER_DURATIONS,
+        StrikeTrajectory,
+        arm_pose,
+    )
 
-    trajectory = StrikeTrajectory(model, arm=job_arm, target_speed=speed, start_time=start_time)
+    trajectory = StrikeTrajectory(model, arm=job_arm, target_speed=speed, start_time=start_time,
+                                  durations=PAPER_DURATIONS if durations is None else durations)
     aux_arm = "left" if job_arm == "right" else "right"
     ready = controller.aux_posture_positions if controller.balance_enabled else None
     pose = {**dict(zip(trajectory.joint_names, trajectory.initial, strict=True)),
@@ -133,7 +143,8 @@ def run_model(model: Any, polygon: np.ndarray | None, *, speed: float | None,
               balance: bool, rate_hz: float, extra: float = 0.3,
               twist_mode: bool = False, secondary: Sequence[str] = (),
               job_arm: str = "right", paper_form: bool = False,
-              aux_posture: Sequence[float] | None = None) -> ModelRun:
+              aux_posture: Sequence[float] | None = None,
+              durations: Sequence[float] | None = None) -> ModelRun:
     """The strike through the controller alone (the model's configuration integrates the commands).
 
     Args:
@@ -154,13 +165,15 @@ def run_model(model: Any, polygon: np.ndarray | None, *, speed: float | None,
             instead of the controller's defaults.
         aux_posture: the aux arm's ready posture [rad] (right-arm signs, 7 angles);
             None: the controller's default.
+        durations: the job trajectory's phases [s]; None: the seed's (:func:`strike_setup`).
     """
     from humanoid_balance.core.rmc import RmcInput
 
     controller = strike_controller(model, job_arm=job_arm, selection=selection,
                                    secondary=secondary, balance=balance, paper_form=paper_form,
                                    support_polygon=polygon, aux_posture=aux_posture)
-    trajectory, pose = strike_setup(model, speed, controller, job_arm=job_arm)
+    trajectory, pose = strike_setup(model, speed, controller, job_arm=job_arm,
+                                    durations=durations)
     q0 = model.configuration(pose)
     controller.reset(q0)
     dt = 1.0 / rate_hz

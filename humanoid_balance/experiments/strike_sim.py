@@ -74,7 +74,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
             paper_form: bool = False, transport: Callable[[float], float] | None = None,
             command_latency: float = 0.0, aux_posture: Sequence[float] | None = None,
             observer: Callable[[Any], None] | None = None,
-            sim_options: Mapping[str, Any] | None = None) -> SimRun:
+            sim_options: Mapping[str, Any] | None = None,
+            durations: Sequence[float] | None = None) -> SimRun:
     """The strike in MuJoCo: the controller's commands to the servos, the sensors read at 1 kHz
     (:data:`SENSOR_PERIOD_S`), the physics :data:`SIM_PHYSICS`.
 
@@ -103,6 +104,7 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
         sim_options: keyword arguments of :class:`~humanoid_balance.sim.humanoid.HumanoidSim`
             (``gains``, ``contact_timeconst``, ...): another plant than the default robot;
             over :data:`SIM_PHYSICS` (``integrator``, ``timestep``).
+        durations: the job trajectory's phases [s]; None: the seed's (``strike_setup``).
     """
     from humanoid_balance.core.rmc import RmcInput
     from humanoid_balance.core.zmp import humanoid_zmp_estimator
@@ -110,7 +112,8 @@ def run_sim(model: Any, *, speed: float | None, selection: Sequence[str], balanc
     controller = strike_controller(model, job_arm=job_arm, selection=selection,
                                    secondary=secondary, balance=balance, paper_form=paper_form,
                                    aux_posture=aux_posture)
-    trajectory, pose = strike_setup(model, speed, controller, job_arm=job_arm)
+    trajectory, pose = strike_setup(model, speed, controller, job_arm=job_arm,
+                                    durations=durations)
     sim, q_model, sim_index = _standing_sim(model, pose, settle, transport is not None,
                                             sim_options)
     link = None if transport is None else _Transport(transport, command_latency)
