@@ -36,3 +36,40 @@ def test_settings_refuse_a_non_finite_rate() -> None:
     """--rate inf is refused with the option named."""
     with pytest.raises(ConfigurationError, match=r"^--rate inf: expected a finite number > 0"):
         strike_settings(rate_hz="inf")
+
+
+def test_first_limit_names_the_joint_and_the_bound_it_meets() -> None:
+    """At 1.8 m/s no limit changes a command (None); at 2.6 m/s the first limited cycle is in
+    the return and names the job wrist pitch at its acceleration limit: checked against the
+    commands themselves (its velocity change in that cycle is its limit times dt, to 1e-6) and
+    against what the sweep reports."""
+    import numpy as np
+
+    from humanoid_balance.core.joint_limits import arm_acceleration_limit
+    from humanoid_balance.core.model import RobotModel
+    from humanoid_balance.core.rmc import PAPER_SELECTION
+    from humanoid_balance.core.strike_trajectory import StrikeTrajectory
+    from humanoid_balance.experiments.strike_model import first_limit, run_model
+    from humanoid_balance.resources import urdf_path
+
+    model = RobotModel(urdf_path("humanoid"), world_frame="W")
+    rate = 500.0
+    found = {}
+    for speed in (1.8, 2.6):
+        run = run_model(model, None, speed=speed, selection=PAPER_SELECTION, balance=True,
+                        rate_hz=rate, extra=0.1)
+        found[speed] = (run, first_limit(model, run, StrikeTrajectory(model, target_speed=speed),
+                                         rate))
+    assert found[1.8][1] is None
+    run, limit = found[2.6]
+    assert limit is not None and limit.phase == "return"
+    k = int(np.argmax(~(run.job_exact & run.balance_exact)))
+    assert limit.t_s == float(run.times_s[k])
+    wrist = next(j for j in limit.joints if j.joint == "right_wrist_pitch")
+    assert (wrist.arm, wrist.kind) == ("job", "acceleration")
+    i = run.names.index("right_wrist_pitch")
+    change = abs(run.velocity_rad_s[k, i] - run.velocity_rad_s[k - 1, i])
+    assert change == pytest.approx(arm_acceleration_limit("right_wrist_pitch") / rate, rel=1e-6)
+    assert all(j.arm == ("job" if run.names.index(j.joint) < 7 else "aux") for j in limit.joints)
+    assert limit.describe().startswith(f"{limit.t_s:.3f} s return: job right_wrist_pitch "
+                                       "acceleration")

@@ -31,6 +31,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -40,7 +41,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from humanoid_balance.core.foot_layout import FootLayout
-from humanoid_balance.core.joint_limits import arm_acceleration_limit, stopping_speed
 from humanoid_balance.core.model import RobotModel
 from humanoid_balance.core.rmc import PAPER_SELECTION, selection_rows
 from humanoid_balance.core.strike_trajectory import PAPER_DURATIONS, StrikeTrajectory
@@ -56,6 +56,7 @@ from humanoid_balance.experiments.strike import (
     zmp_shift,
 )
 from humanoid_balance.experiments.strike_metrics import MAX_SOLE_YAW_DEG, SLIP_ALLOWANCE_M
+from humanoid_balance.experiments.strike_model import first_limit
 from humanoid_balance.resources import urdf_path
 
 RATE_HZ = 500.0
@@ -98,35 +99,6 @@ def controller_kwargs(lever: dict[str, Any]) -> dict[str, Any]:
             "durations": lever.get("durations")}
 
 
-def first_limited(model: RobotModel, run: Any, trajectory: Any) -> dict[str, Any] | None:
-    """The first cycle whose command a limit changed: time, phase, and per joint at its box's
-    bound the arm and the kind (position, velocity, acceleration: the bound nearest to binding)."""
-    limited = ~(run.job_exact.astype(bool) & run.balance_exact.astype(bool))
-    if not limited.any():
-        return None
-    k, dt = int(np.argmax(limited)), 1.0 / RATE_HZ
-    names = list(run.names)
-    (lower, upper), vmax = model.position_limits(names), model.velocity_limits(names)
-    amax = np.array([arm_acceleration_limit(n) for n in names])
-    qd_prev = run.velocity_rad_s[k - 1] if k else np.zeros(len(names))
-    q = run.position_rad[k - 1] + qd_prev * dt if k else run.position_rad[0]
-    q_ahead, qd = q + 0.5 * qd_prev * dt, run.velocity_rad_s[k]
-    joints = []
-    for name in run.saturated[k]:
-        j = names.index(name)
-        dist = upper[j] - q_ahead[j] if qd[j] >= 0 else q_ahead[j] - lower[j]
-        stop = float(stopping_speed(np.array([dist]), np.array([amax[j]]), dt)[0])
-        ratios = {"position": 1.0 if stop <= 1e-12 else abs(qd[j]) / stop,
-                  "velocity": abs(qd[j]) / vmax[j],
-                  "acceleration": abs(qd[j] - qd_prev[j]) / (amax[j] * dt)}
-        kind = max(ratios, key=ratios.__getitem__)
-        joints.append({"joint": name, "arm": "job" if j < 7 else "aux", "kind": kind,
-                       "ratio": round(float(ratios[kind]), 4)})
-    t = float(run.times_s[k])
-    return {"t_s": t, "phase": trajectory.sample(t).phase, "joints": joints,
-            "job_exact": bool(run.job_exact[k]), "balance_exact": bool(run.balance_exact[k])}
-
-
 def model_point(model: RobotModel, polygon: np.ndarray, lever: dict[str, Any],
                 speed: float) -> dict[str, Any]:
     """The strike through the controller alone, as ``sweep_point`` runs S = Lx, Ly."""
@@ -135,6 +107,7 @@ def model_point(model: RobotModel, polygon: np.ndarray, lever: dict[str, Any],
                                   durations=kw["durations"] or PAPER_DURATIONS)
     ratios = trajectory.limit_ratios()
     run = run_model(model, polygon, speed=speed, balance=True, extra=0.1, **kw)
+    limit = first_limit(model, run, trajectory, RATE_HZ)
     held = float(np.max(np.abs(run.selected_momentum)))
     fails = failures(run, ratios)
     if kw["secondary"]:  # as sweep_point's Lz-secondary runs: the held rows decide, not the aux box
@@ -146,7 +119,8 @@ def model_point(model: RobotModel, polygon: np.ndarray, lever: dict[str, Any],
             "held_rows_lost_cycles": int(lost.size),
             "held_rows_lost_from_s": float(run.times_s[lost[0]]) if lost.size else None,
             "limited_cycles": int(np.sum(~(run.job_exact & run.balance_exact))),
-            "first_limited": first_limited(model, run, trajectory),
+            "first_limited": None if limit is None else {**asdict(limit),
+                                                         "text": limit.describe()},
             "job_trajectory_worst": {"kind": kind, "joint": joint, "ratio": round(ratio, 4)},
             "peak_dlz_dt_n_m": float(np.max(run.turn_torque_n_m)),
             "min_model_zmp_margin_mm": 1e3 * float(np.min(run.zmp_margin_m))}
@@ -170,18 +144,13 @@ def sim_run(model: RobotModel, lever: dict[str, Any], speed: float, balance: boo
     return {**sim_figures(run), "cpu_s": round(time.process_time() - started, 2)}
 
 
-def limit_text(point: dict[str, Any], joints_shown: int = 2) -> str:
+def limit_text(point: dict[str, Any]) -> str:
     """``failures`` (aux joints counted, not named) and the first limited cycle's joints."""
     fails = [f"aux arm joint limit ({f.count(',') + 1} joints)" if f.startswith("aux arm") else f
              for f in point["failures"]]
     first = point["first_limited"]
-    if first is None:
-        return f"{'; '.join(fails) or 'none'}; first limited cycle: none"
-    named = [f"{j['arm']} {j['joint']} {j['kind']}" for j in first["joints"]]
-    more = len(named) - joints_shown
-    where = ", ".join(named[:joints_shown]) + (f" +{more} more" if more > 0 else "")
-    return (f"{'; '.join(fails) or 'none'}; first limited cycle {first['t_s']:.3f} s "
-            f"{first['phase']}: {where or 'look-ahead (no joint at its bound)'}")
+    return (f"{'; '.join(fails) or 'none'}; first limited cycle "
+            f"{'none' if first is None else first['text']}")
 
 
 def model_sweep(model: RobotModel, polygon: np.ndarray, levers: list[str],

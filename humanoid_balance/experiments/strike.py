@@ -323,4 +323,5 @@ def sweep_text(points: Sequence[SweepPoint]) -> str:
         f"(Lz in S: {p.peak_dlz_dt_lz_selected_n_m:.2f}, "
         f"Lz secondary: {p.peak_dlz_dt_lz_secondary_n_m:.2f}) "
         f"job ratio {p.job_limit_ratio:.3f}  model-ZMP margin {p.min_model_zmp_margin_mm:.1f} mm  "
-        f"limits: {'; '.join(p.failures) or 'none'}" for p in points) + "\n"
+        f"limits: {'; '.join(p.failures) or 'none'}  first limited: {p.first_limited}"
+        for p in points) + "\n"

@@ -180,6 +180,9 @@ def _speed_metrics(results: StrikeResults) -> Metrics:
         "max_balanced_speed": metric(paper.speed_m_s, "m/s", target=PAPER_MAX_BALANCED_SPEED,
                                      better="higher"),
         "first_limit": metric(paper.first_limit),
+        # the binding joints at the first speed above it (arm, joint, kind)
+        "first_binding": metric(next((p.first_limited for p in results.sweep
+                                      if p.speed_m_s > paper.speed_m_s), "none")),
         "max_balanced_speed_ignoring_turn": metric(no_turn.speed_m_s, "m/s",
                                                    target=PAPER_MAX_BALANCED_SPEED,
                                                    better="higher"),

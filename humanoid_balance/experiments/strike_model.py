@@ -215,3 +215,76 @@ def failures(run: ModelRun, trajectory_ratios: Any) -> list[str]:
         out.append("model ZMP leaves the support polygon")
     return out
 
+
+
+@dataclass(frozen=True)
+class BindingJoint:
+    """A joint whose limit changed a cycle's command, and which of its limits binds.
+
+    Attributes:
+        arm: ``job`` or ``aux``.
+        joint: its name.
+        kind: ``position`` (the speed it can still brake from before the limit), ``velocity``
+            or ``acceleration``: the bound the command comes nearest to.
+        ratio: the command's share of that bound (1: at it).
+    """
+
+    arm: str
+    joint: str
+    kind: str
+    ratio: float
+
+
+@dataclass(frozen=True)
+class FirstLimit:
+    """The first cycle of a model-level run whose command a limit changed.
+
+    Attributes:
+        t_s: its time [s] from the trajectory's start.
+        phase: the job trajectory's phase then.
+        joints: the joints at a bound of their velocity box, job arm first.
+    """
+
+    t_s: float
+    phase: str
+    joints: tuple[BindingJoint, ...]
+
+    def describe(self, shown: int = 2) -> str:
+        """``t s phase: arm joint kind, ...`` (``shown`` joints, then how many more)."""
+        named = [f"{j.arm} {j.joint} {j.kind}" for j in self.joints]
+        more = f" +{len(named) - shown} more" if len(named) > shown else ""
+        return (f"{self.t_s:.3f} s {self.phase}: "
+                f"{', '.join(named[:shown]) or 'look-ahead (no joint at its bound)'}{more}")
+
+
+def first_limit(model: Any, run: ModelRun, trajectory: Any, rate_hz: float) -> FirstLimit | None:
+    """The first cycle of ``run`` whose command a limit changed (None: none did), each joint
+    of it at its box's bound named with the limit that binds (the largest of the command's
+    share of the speed it can brake from before the position limit, of the velocity limit and
+    of the acceleration limit: :func:`~humanoid_balance.core.joint_limits.velocity_box`'s
+    three bounds, seen from the previous cycle as the controller saw them)."""
+    from humanoid_balance.core.joint_limits import arm_acceleration_limit, stopping_speed
+
+    limited = ~(run.job_exact.astype(bool) & run.balance_exact.astype(bool))
+    if not limited.any():
+        return None
+    k, dt = int(np.argmax(limited)), 1.0 / rate_hz
+    names = list(run.names)
+    (lower, upper), vmax = model.position_limits(names), model.velocity_limits(names)
+    qd_prev = run.velocity_rad_s[k - 1] if k else np.zeros(len(names))
+    q = run.position_rad[k - 1] + qd_prev * dt if k else run.position_rad[0]
+    q_ahead, qd = q + 0.5 * qd_prev * dt, run.velocity_rad_s[k]
+    joints = []
+    for name in run.saturated[k]:
+        j = names.index(name)
+        amax = arm_acceleration_limit(name)
+        room = upper[j] - q_ahead[j] if qd[j] >= 0 else q_ahead[j] - lower[j]
+        stop = float(stopping_speed(np.array([room]), np.array([amax]), dt)[0])
+        shares = {"position": 1.0 if stop <= 1e-12 else abs(qd[j]) / stop,
+                  "velocity": abs(qd[j]) / vmax[j],
+                  "acceleration": abs(qd[j] - qd_prev[j]) / (amax * dt)}
+        kind = max(shares, key=shares.__getitem__)
+        joints.append(BindingJoint("job" if j < len(names) // 2 else "aux", name, kind,
+                                   round(float(shares[kind]), 4)))
+    t = float(run.times_s[k])
+    return FirstLimit(t, trajectory.sample(t).phase, tuple(joints))

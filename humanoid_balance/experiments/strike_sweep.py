@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_balance.experiments.strike_model import failures, run_model
+from humanoid_balance.experiments.strike_model import failures, first_limit, run_model
 from humanoid_balance.experiments.strike_recording import ZmpShift, zmp_shift
 from humanoid_balance.experiments.strike_sim import run_sim
 
@@ -43,6 +43,9 @@ class SweepPoint:
         peak_dlz_dt_lz_secondary_n_m: the same with Lz secondary.
         job_limit_ratio: the job arm trajectory's worst peak / limit.
         min_model_zmp_margin_mm: least model-ZMP margin [mm] with S = Lx, Ly.
+        first_limited: with S = Lx, Ly, the first cycle a limit changed the command: time,
+            phase, and each joint at its bound with the limit that binds (arm, joint, kind;
+            :func:`~humanoid_balance.experiments.strike_model.first_limit`); ``none``.
     """
 
     speed_m_s: float
@@ -55,6 +58,7 @@ class SweepPoint:
     peak_dlz_dt_lz_secondary_n_m: float
     job_limit_ratio: float
     min_model_zmp_margin_mm: float
+    first_limited: str = "none"
 
 
 def sweep_speeds(step_m_s: float) -> np.ndarray:
@@ -69,9 +73,11 @@ def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: floa
     from humanoid_balance.core.rmc import PAPER_SELECTION
     from humanoid_balance.core.strike_trajectory import StrikeTrajectory
 
-    ratios = StrikeTrajectory(model, arm=job_arm, target_speed=speed_m_s).limit_ratios()
+    trajectory = StrikeTrajectory(model, arm=job_arm, target_speed=speed_m_s)
+    ratios = trajectory.limit_ratios()
     r = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
                   rate_hz=rate_hz, extra=0.1, job_arm=job_arm)
+    limit = first_limit(model, r, trajectory, rate_hz)
     r_lz = run_model(model, polygon, speed=speed_m_s, selection=LZ_SELECTION, balance=True,
                      rate_hz=rate_hz, extra=0.1, job_arm=job_arm, paper_form=True)
     r_lz2 = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
@@ -90,7 +96,8 @@ def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: floa
         peak_dlz_dt_lz_selected_n_m=float(np.max(r_lz.turn_torque_n_m)),
         peak_dlz_dt_lz_secondary_n_m=float(np.max(r_lz2.turn_torque_n_m)),
         job_limit_ratio=ratios.worst[2],
-        min_model_zmp_margin_mm=1e3 * float(np.min(r.zmp_margin_m)))
+        min_model_zmp_margin_mm=1e3 * float(np.min(r.zmp_margin_m)),
+        first_limited="none" if limit is None else limit.describe())
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def test_experiment_writes_every_metric_of_results_md(tmp_path: Path,
                 "max_sole_yaw_deg_paper_form", "max_sole_yaw_deg", "aux_posture_gain",
                 "min_margin_mm_rmc", "min_margin_mm_no_rmc", "model_zmp_min_margin_mm_no_rmc",
                 "peak_abs_dLz_dt", "friction_torque_limit", "max_slip_mm", "min_foot_fz_n",
-                "aux_shoulder_share", "max_balanced_speed", "first_limit",
+                "aux_shoulder_share", "max_balanced_speed", "first_limit", "first_binding",
                 "zmp_peak_phase_rmc", "zmp_peak_mm_rmc_to_ready", "zmp_peak_mm_no_rmc_strike"}
     assert expected <= set(metrics)
     ran = {k: metrics[k]["value"] for k in ("speed_m_s", "job_arm", "selection")}
