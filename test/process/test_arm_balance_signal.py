@@ -57,7 +57,10 @@ def test_sigint_while_moving_sends_the_braking_ramp(
     assert probe.spin_until(moving, OUTPUT_TIMEOUT_S), "the job arm never moved"
     probe.spin(0.2)
     report = running.stop()
-    probe.spin(0.5)  # what was sent before the exit
+    # what was sent before the exit: until a command at rest is heard (a loaded machine's probe
+    # took longer than the 0.5 s this waited before), at most OUTPUT_TIMEOUT_S
+    probe.spin_until(lambda: not any(commands.last.velocity), OUTPUT_TIMEOUT_S)
+    probe.spin(0.1)  # nothing may follow it
     assert exited_cleanly(report), describe(report)
     tail = list(commands.messages)[-200:]
     names = tuple(tail[-1].name)
