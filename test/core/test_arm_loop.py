@@ -634,6 +634,20 @@ def test_a_joint_measured_past_its_limit_is_commanded_from_the_limit(model: Robo
     assert all(out.position[k] >= lower for out in commands)
 
 
+def _held_at_rest(model: RobotModel) -> tuple[Rig, Hold, int]:
+    """A rig whose shoulder swung at -0.5 rad/s, then held to rest without joint states: the rig,
+    the last hold, and the shoulder pitch's index in it; the joint states (from the next cycle)
+    put the arms where they were held."""
+    rig = Rig(model)
+    rig.run(100, {"right_shoulder_pitch": -0.5})
+    rig.job = None
+    for _ in range(100):
+        out = rig.cycle(measure=False)
+    assert isinstance(out, Hold) and out.stopped
+    rig.positions[rig.state.index(out.names)] = out.position
+    return rig, out, out.names.index("right_shoulder_pitch")
+
+
 def test_held_at_rest_and_measured_elsewhere_resumes_from_the_measurement(
         model: RobotModel) -> None:
     """Held to rest (joint states stopped), then joint states again with the shoulder 0.75 rad
@@ -644,15 +658,8 @@ def test_held_at_rest_and_measured_elsewhere_resumes_from_the_measurement(
     from the held command."""
     from humanoid_balance.core.arm_loop.config import SETTLE_S
 
-    rig = Rig(model)
-    rig.run(100, {"right_shoulder_pitch": -0.5})
-    rig.job = None
-    for _ in range(100):
-        out = rig.cycle(measure=False)
-    assert isinstance(out, Hold) and out.stopped
-    held = out.position.copy()
-    k = out.names.index("right_shoulder_pitch")
-    rig.positions[rig.state.index(out.names)] = held  # the arms where they were held
+    rig, hold, k = _held_at_rest(model)
+    held = hold.position
     rig.positions[model.joint_names.index("right_shoulder_pitch")] = held[k] + 0.75
     waited = []
     out = rig.cycle()
@@ -662,13 +669,8 @@ def test_held_at_rest_and_measured_elsewhere_resumes_from_the_measurement(
         out = rig.cycle()
     assert SETTLE_S / PERIOD - 1 <= len(waited) <= SETTLE_S / PERIOD + 1
     assert np.array_equal(out.position, rig.positions[rig.state.index(out.names)])
-    rig2 = Rig(model)
-    rig2.run(100, {"right_shoulder_pitch": -0.5})
-    rig2.job = None
-    for _ in range(100):
-        out = rig2.cycle(measure=False)
-    held = out.position.copy()
-    rig2.positions[rig2.state.index(out.names)] = held
+    rig2, hold, k = _held_at_rest(model)
+    held = hold.position
     rig2.positions[model.joint_names.index("right_shoulder_pitch")] = held[k] + 0.01
     out = rig2.cycle()
     assert isinstance(out, Command)
@@ -682,17 +684,10 @@ def test_held_and_measured_late_on_its_way_resumes_from_the_held_command(
     it: nothing new is sent while they move, and commanding resumes from the held command once
     they reach it, never a step back to where the late measurement was (the enable cases of
     test/faults/test_arm_balance.py beside two busy loops: 14.9 and 16.7 deg in one cycle)."""
-    rig = Rig(model)
-    rig.run(100, {"right_shoulder_pitch": -0.5})
-    rig.job = None
-    for _ in range(100):
-        out = rig.cycle(measure=False)
-    assert isinstance(out, Hold) and out.stopped
-    held = out.position.copy()
-    k = out.names.index("right_shoulder_pitch")
+    rig, hold, k = _held_at_rest(model)
+    held = hold.position
     joint = model.joint_names.index("right_shoulder_pitch")
-    rig.positions[rig.state.index(out.names)] = held
-    sent: list[Command | Hold] = [out]
+    sent: list[Command | Hold] = [hold]
     for lag in np.linspace(0.26, 0.0, 60):  # the measurement catching up at 2.2 rad/s
         rig.positions[joint] = held[k] + lag
         out = rig.cycle()
