@@ -216,7 +216,6 @@ def failures(run: ModelRun, trajectory_ratios: Any) -> list[str]:
     return out
 
 
-
 @dataclass(frozen=True)
 class BindingJoint:
     """A joint whose limit changed a cycle's command, and which of its limits binds.

@@ -54,7 +54,11 @@ yet). It owns:
   a dt)``, ``p' = p + (v + v') dt / 2``) until all stand still; a command never steps a
   velocity to zero. Commanding resumes from the held positions and the current
   hold velocities, matched **by joint name** (the job arm may have changed
-  meanwhile);
+  meanwhile). Held at rest with an arm joint measured further than
+  ``RESUME_FROM_MEASURED_RAD`` from the held command, it resumes from the measurement
+  once that has settled (within ``SETTLED_RAD`` for ``SETTLE_S``: a robot that is
+  elsewhere, e.g. a restarted simulation); while the measurement still moves (late joint
+  states of servos catching up with the hold), nothing new is sent;
 * **run-time switches** between cycles: the job arm (:meth:`ArmLoop.set_job_arm`;
   a job input received before the switch is dropped), the momentum selection
   (:meth:`ArmLoop.set_selection`) and the timeouts and guard margins
