@@ -166,7 +166,8 @@ class ArmLoop:
 
         Stamp-triggered (``stamp_s``): the time since the last stamp, one step of at most
         :data:`MAX_STEPS` periods, or equal steps of at most that many for a gap up to
-        :data:`MAX_LAG_S` (counted in :attr:`caught_up_gaps`). Timer: whole nominal periods
+        :data:`MAX_LAG_S` (counted in :attr:`caught_up_gaps`); a longer gap is a clock jump:
+        one nominal period. Timer: whole nominal periods
         on a grid, as many as passed since the last cycle, at most :data:`MAX_STEPS` (a late timer catches up
         over the next cycles; a tick less than half a period after the last is skipped),
         so that a command's stamp is the end of the periods it integrated and every step
@@ -183,9 +184,14 @@ class ArmLoop:
             gap = 0.0 if last is None else round((stamp_s - last) * 1e9) * 1e-9
             if gap <= 0.0:
                 return 1, period
+            if gap > MAX_LAG_S:
+                # the stamps leapt (a simulation's clock jumped): no time to make up, one period;
+                # ten periods made the command resume 0.06 rad ahead of the arm after /clock
+                # leapt 10 s (tools/chaos.py --lock-step)
+                return 1, period
             chunk = MAX_STEPS * period
-            if gap <= chunk or gap > MAX_LAG_S:
-                return 1, min(gap, chunk)
+            if gap <= chunk:
+                return 1, gap
             self.caught_up_gaps += 1
             steps = math.ceil(gap / chunk)
             return steps, gap / steps
