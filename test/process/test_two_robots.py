@@ -91,7 +91,9 @@ def two_robots(probe: Probe, tmp_path: Path) -> Iterator[dict[str, list[tuple[Gr
             for node, process in started:
                 if node.spec.lifecycle:
                     try:
-                        assert probe.lifecycle(node.full_name).change("configure"), node.full_name
+                        # a deadline, not a measure: 10 s ran out in a fresh-clone CI run
+                        assert probe.lifecycle(node.full_name).change(
+                            "configure", READY_TIMEOUT_S), node.full_name
                     except LifecycleError as error:
                         raise AssertionError(f"{error}:\n{process.output()[-3000:]}") from error
         yield robots
