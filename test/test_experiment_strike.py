@@ -58,8 +58,7 @@ def test_first_limit_names_the_joint_and_the_bound_it_meets() -> None:
     for speed in (1.8, 2.6):
         run = run_model(model, None, speed=speed, selection=PAPER_SELECTION, balance=True,
                         rate_hz=rate, extra=0.1)
-        found[speed] = (run, first_limit(model, run, StrikeTrajectory(model, target_speed=speed),
-                                         rate))
+        found[speed] = (run, first_limit(run, StrikeTrajectory(model, target_speed=speed), rate))
     assert found[1.8][1] is None
     run, limit = found[2.6]
     assert limit is not None and limit.phase == "return"

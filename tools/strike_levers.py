@@ -56,7 +56,7 @@ from humanoid_balance.experiments.strike import (
     zmp_shift,
 )
 from humanoid_balance.experiments.strike_metrics import MAX_SOLE_YAW_DEG, SLIP_ALLOWANCE_M
-from humanoid_balance.experiments.strike_model import first_limit
+from humanoid_balance.experiments.strike_model import first_limit, secondary_failures
 from humanoid_balance.resources import urdf_path
 
 RATE_HZ = 500.0
@@ -107,12 +107,11 @@ def model_point(model: RobotModel, polygon: np.ndarray, lever: dict[str, Any],
                                   durations=kw["durations"] or PAPER_DURATIONS)
     ratios = trajectory.limit_ratios()
     run = run_model(model, polygon, speed=speed, balance=True, extra=0.1, **kw)
-    limit = first_limit(model, run, trajectory, RATE_HZ)
+    limit = first_limit(run, trajectory, RATE_HZ)
     held = float(np.max(np.abs(run.selected_momentum)))
-    fails = failures(run, ratios)
-    if kw["secondary"]:  # as sweep_point's Lz-secondary runs: the held rows decide, not the aux box
-        fails = [f for f in fails if not f.startswith("aux arm")] + (
-            [] if held < HELD_ROWS_TOLERANCE else ["held rows not held"])
+    # with secondary rows, as sweep_point's Lz-secondary runs: the held rows decide, not the aux box
+    fails = secondary_failures(run, ratios, HELD_ROWS_TOLERANCE) if kw["secondary"] else \
+        failures(run, ratios)
     lost = np.nonzero(np.max(np.abs(run.selected_momentum), axis=1) >= HELD_ROWS_TOLERANCE)[0]
     kind, joint, ratio = ratios.worst
     return {"speed_m_s": float(speed), "failures": fails, "held_lxly_max_n_m_s": held,

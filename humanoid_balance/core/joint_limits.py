@@ -156,10 +156,7 @@ def velocity_box(
         the joint inside ``[lower + margin, upper - margin]`` after ``dt`` when it
         starts there (and moves it back towards the range when it starts outside).
     """
-    # distances to the (margin-shrunk) limits; beyond a limit the distance is 0, so
-    # the bound on that side is 0 and only motion back towards the range is allowed
-    dist = np.vstack([limits.upper - position_margin - q, q - (limits.lower + position_margin)])
-    stop = stopping_speed(dist, limits.acceleration, dt)
+    stop = _stop_speeds(limits, q, dt, position_margin)
     safe_hi = np.minimum(limits.velocity, stop[0])
     safe_lo = -np.minimum(limits.velocity, stop[1])
     acc_step = limits.acceleration * dt
@@ -173,6 +170,30 @@ def velocity_box(
         lo = np.where(conflict, nearest, lo)
         hi = np.where(conflict, nearest, hi)
     return VelocityBox(lo, hi, conflict)
+
+
+def _stop_speeds(limits: JointLimits, q: np.ndarray, dt: float,
+                 position_margin: float) -> np.ndarray:
+    """(2, n): the speeds up and down that still stop before the (margin-shrunk) limits; beyond
+    a limit the distance is 0, so the bound on that side is 0 and only motion back towards the
+    range is allowed."""
+    dist = np.vstack([limits.upper - position_margin - q, q - (limits.lower + position_margin)])
+    return stopping_speed(dist, limits.acceleration, dt)
+
+
+def bound_shares(limits: JointLimits, q: np.ndarray, qd_prev: np.ndarray, qd: np.ndarray,
+                 dt: float, position_margin: float = 0.0) -> dict[str, np.ndarray]:
+    """Per joint, the share of each of :func:`velocity_box`'s three bounds that the velocity
+    ``qd`` [rad/s] takes (1: at it), for the same arguments: ``position`` (``|qd|`` over the
+    speed that still stops before the limit it moves towards; 1 where that speed is 0),
+    ``velocity`` (over the speed limit) and ``acceleration`` (``|qd - qd_prev|`` over
+    ``acceleration dt``). Which limit binds a joint at its box's edge is the largest."""
+    stop = _stop_speeds(limits, q, dt, position_margin)
+    toward = np.where(qd >= 0.0, stop[0], stop[1])
+    room = toward > 1e-12
+    return {"position": np.where(room, np.abs(qd) / np.where(room, toward, 1.0), 1.0),
+            "velocity": np.abs(qd) / limits.velocity,
+            "acceleration": np.abs(qd - qd_prev) / (limits.acceleration * dt)}
 
 
 class VelocityBoxer:

@@ -50,6 +50,8 @@ class ModelRun:
     saturated: tuple[tuple[str, ...], ...]  # joints whose limits changed the command, per cycle
     step_s: np.ndarray  # (n,) wall-clock time of the controller step (machine dependent)
     twist_error: np.ndarray  # (n,) max |commanded - achieved job twist| [m/s, rad/s]
+    limits: Any = None  # JointLimits of names: the controller's box every cycle
+    position_margin: float = 0.0  # [rad] the box keeps from the position limits
 
 
 @dataclass(frozen=True)
@@ -63,14 +65,14 @@ class _ModelCycle:
 
 
 def _model_run(cycles: list[_ModelCycle], *, speed_m_s: float, selection: Sequence[str],
-               balance: bool, names: tuple[str, ...]) -> ModelRun:
+               balance: bool, controller: Any) -> ModelRun:
     """Stack the cycles' records into a :class:`ModelRun`."""
     def stack(pick: Callable[[Any], Any]) -> np.ndarray:
         return np.array([pick(c.output) for c in cycles])
 
     return ModelRun(
         speed_m_s=speed_m_s, selection=tuple(selection), balance=balance,
-        times_s=np.array([c.time_s for c in cycles]), names=names,
+        times_s=np.array([c.time_s for c in cycles]), names=controller.names,
         position_rad=np.array([c.start_position_rad for c in cycles]),
         velocity_rad_s=stack(lambda o: o.velocity),
         momentum_job=stack(lambda o: o.momentum_job), momentum_aux=stack(lambda o: o.momentum_aux),
@@ -85,7 +87,8 @@ def _model_run(cycles: list[_ModelCycle], *, speed_m_s: float, selection: Sequen
         job_exact=stack(lambda o: o.job_exact), balance_exact=stack(lambda o: o.balance_exact),
         saturated=tuple(c.output.saturated_joints for c in cycles),
         step_s=np.array([c.step_s for c in cycles]),
-        twist_error=np.array([float(np.max(np.abs(c.output.twist_error))) for c in cycles]))
+        twist_error=np.array([float(np.max(np.abs(c.output.twist_error))) for c in cycles]),
+        limits=controller.limits, position_margin=controller.position_margin)
 
 
 def strike_controller(model: Any, *, job_arm: str, selection: Sequence[str],
@@ -189,7 +192,17 @@ def run_model(model: Any, polygon: np.ndarray | None, *, speed: float | None,
         step_s = time.perf_counter() - t0
         cycles.append(_ModelCycle(t, out, out.position - out.velocity * dt, step_s))
     return _model_run(cycles, speed_m_s=float(trajectory.target_speed), selection=selection,
-                      balance=balance, names=controller.names)
+                      balance=balance, controller=controller)
+
+
+def secondary_failures(run: ModelRun, trajectory_ratios: Any,
+                       tolerance: float = 1e-9) -> list[str]:
+    """:func:`failures` of a run with secondary rows: the aux arm's limits, which may cost only
+    the secondary rows, do not count; ``held rows not held`` where ``|S [P; L]|`` reached
+    ``tolerance`` [N m s, N s]."""
+    held = float(np.max(np.abs(run.selected_momentum))) < tolerance
+    return [f for f in failures(run, trajectory_ratios) if not f.startswith("aux arm")] + (
+        [] if held else ["held rows not held"])
 
 
 def failures(run: ModelRun, trajectory_ratios: Any) -> list[str]:
@@ -256,34 +269,26 @@ class FirstLimit:
                 f"{', '.join(named[:shown]) or 'look-ahead (no joint at its bound)'}{more}")
 
 
-def first_limit(model: Any, run: ModelRun, trajectory: Any, rate_hz: float) -> FirstLimit | None:
+def first_limit(run: ModelRun, trajectory: Any, rate_hz: float) -> FirstLimit | None:
     """The first cycle of ``run`` whose command a limit changed (None: none did), each joint
-    of it at its box's bound named with the limit that binds (the largest of the command's
-    share of the speed it can brake from before the position limit, of the velocity limit and
-    of the acceleration limit: :func:`~humanoid_balance.core.joint_limits.velocity_box`'s
-    three bounds, seen from the previous cycle as the controller saw them)."""
-    from humanoid_balance.core.joint_limits import arm_acceleration_limit, stopping_speed
+    of it at its box's bound named with the limit that binds: the largest of
+    :func:`~humanoid_balance.core.joint_limits.bound_shares` for the box the controller built
+    that cycle (its limits and margin, from the commanded positions half a step of the last
+    velocity ahead, as :meth:`~humanoid_balance.core.rmc.RmcController.step` does)."""
+    from humanoid_balance.core.joint_limits import bound_shares
 
     limited = ~(run.job_exact.astype(bool) & run.balance_exact.astype(bool))
     if not limited.any():
         return None
     k, dt = int(np.argmax(limited)), 1.0 / rate_hz
-    names = list(run.names)
-    (lower, upper), vmax = model.position_limits(names), model.velocity_limits(names)
-    qd_prev = run.velocity_rad_s[k - 1] if k else np.zeros(len(names))
-    q = run.position_rad[k - 1] + qd_prev * dt if k else run.position_rad[0]
-    q_ahead, qd = q + 0.5 * qd_prev * dt, run.velocity_rad_s[k]
+    qd_prev = run.velocity_rad_s[k - 1] if k else np.zeros(len(run.names))
+    q = run.position_rad[k] + 0.5 * qd_prev * dt  # position_rad: commanded at the cycle's start
+    shares = bound_shares(run.limits, q, qd_prev, run.velocity_rad_s[k], dt, run.position_margin)
     joints = []
     for name in run.saturated[k]:
-        j = names.index(name)
-        amax = arm_acceleration_limit(name)
-        room = upper[j] - q_ahead[j] if qd[j] >= 0 else q_ahead[j] - lower[j]
-        stop = float(stopping_speed(np.array([room]), np.array([amax]), dt)[0])
-        shares = {"position": 1.0 if stop <= 1e-12 else abs(qd[j]) / stop,
-                  "velocity": abs(qd[j]) / vmax[j],
-                  "acceleration": abs(qd[j] - qd_prev[j]) / (amax * dt)}
-        kind = max(shares, key=shares.__getitem__)
-        joints.append(BindingJoint("job" if j < len(names) // 2 else "aux", name, kind,
-                                   round(float(shares[kind]), 4)))
+        j = run.names.index(name)
+        kind = max(shares, key=lambda kind: float(shares[kind][j]))
+        joints.append(BindingJoint("job" if j < len(run.names) // 2 else "aux", name, kind,
+                                   round(float(shares[kind][j]), 4)))
     t = float(run.times_s[k])
     return FirstLimit(t, trajectory.sample(t).phase, tuple(joints))

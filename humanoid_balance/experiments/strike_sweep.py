@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from humanoid_balance.experiments.strike_model import failures, first_limit, run_model
+from humanoid_balance.experiments.strike_model import (
+    failures,
+    first_limit,
+    run_model,
+    secondary_failures,
+)
 from humanoid_balance.experiments.strike_recording import ZmpShift, zmp_shift
 from humanoid_balance.experiments.strike_sim import run_sim
 
@@ -77,21 +82,18 @@ def sweep_point(model: Any, polygon: np.ndarray, speed_m_s: float, rate_hz: floa
     ratios = trajectory.limit_ratios()
     r = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
                   rate_hz=rate_hz, extra=0.1, job_arm=job_arm)
-    limit = first_limit(model, r, trajectory, rate_hz)
+    limit = first_limit(r, trajectory, rate_hz)
     r_lz = run_model(model, polygon, speed=speed_m_s, selection=LZ_SELECTION, balance=True,
                      rate_hz=rate_hz, extra=0.1, job_arm=job_arm, paper_form=True)
     r_lz2 = run_model(model, polygon, speed=speed_m_s, selection=PAPER_SELECTION, balance=True,
                       rate_hz=rate_hz, extra=0.1, secondary=LZ_SECONDARY,
                       job_arm=job_arm, paper_form=True)
     fails = failures(r, ratios)
-    held = float(np.max(np.abs(r_lz2.selected_momentum))) < 1e-9
     return SweepPoint(
         speed_m_s=float(speed_m_s), failures=tuple(fails),
         failures_ignoring_turn=tuple(f for f in fails if not f.startswith("turning")),
         failures_lz_selected=tuple(failures(r_lz, ratios)),
-        failures_lz_secondary=tuple(
-            [f for f in failures(r_lz2, ratios) if not f.startswith("aux arm")]
-            + ([] if held else ["held rows not held"])),
+        failures_lz_secondary=tuple(secondary_failures(r_lz2, ratios)),
         peak_dlz_dt_n_m=float(np.max(r.turn_torque_n_m)),
         peak_dlz_dt_lz_selected_n_m=float(np.max(r_lz.turn_torque_n_m)),
         peak_dlz_dt_lz_secondary_n_m=float(np.max(r_lz2.turn_torque_n_m)),

@@ -408,6 +408,12 @@ class RmcController:
         return self._aux_names
 
     @property
+    def limits(self) -> JointLimits:
+        """The arms' joint limits in the order of :attr:`names`: the box's every cycle (with
+        :attr:`position_margin`)."""
+        return self._limits
+
+    @property
     def friction_torque_limit(self) -> float:
         """``mu C / 2 G`` [N m], the static turning-friction limit (seed 000: 32.34 N m)."""
         return self.friction_coefficient * self.foot_distance / 2.0 * self._mass * self._gravity
