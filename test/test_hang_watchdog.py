@@ -36,7 +36,7 @@ def _pytest(tmp_path: Path, body: str,
             faulthandler_timeout: float) -> tuple[subprocess.CompletedProcess[str], float]:
     (tmp_path / "test_case.py").write_text(body)
     start = time.monotonic()
-    # the project's pytest settings, the watchdog's delay shortened; pytest-timeout (600 s)
+    # the project's pytest settings, the watchdog's delay shortened; pytest-timeout (300 s)
     # stays as configured and cannot act in time
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir",

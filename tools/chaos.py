@@ -65,7 +65,8 @@ WAIST_FAULT_TOPIC = "/waist/sim/fault"
 #: s a fault's effects are watched for at most before it is cleared / after it cleared
 HOLD_WATCH_S = 5.0
 RECOVER_TIMEOUT_S = 30.0
-#: s the graph must stay recovered (every node at its baseline level, commands flowing)
+#: s the graph must stay recovered (every node at its baseline level, the arm commands keeping
+#: up with /clock, the simulation going on)
 SETTLE_S = 1.0
 #: s of the commands' stamps (simulation time) between two arm commands after which the next
 #: is compared with the measured position (of the newest joint state stamped at or before it)
@@ -147,21 +148,22 @@ class Monitor:
         self.model = RobotModel(urdf_path("humanoid"))
         self.node = node
         qos = QoSProfile(depth=100)
-        node.create_subscription(JointState, "/arm_balance/command", self._on_command, qos,
+        node.create_subscription(JointState, "/arm_balance/command", self.on_command, qos,
                                  raw=True)
         node.create_subscription(JointState, "/joint_states", self._on_joints, qos, raw=True)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos)
-        node.create_subscription(Clock, "/clock", self._on_clock, qos)
+        node.create_subscription(Clock, "/clock", self.on_clock, qos)
         self.unsafe: list[str] = []
         self.commands = 0
         self.clocks = 0
+        #: the newest /clock [ns] (it goes back to 0 when the simulation restarts)
+        self.clock_ns = 0
         #: every arm command's stamp [ns], as received (the bag is checked against them)
         self.command_stamps: list[int] = []
         self.last_command: tuple[float, dict[str, float]] | None = None  # wall s, positions
         self.last_command_stamp_ns = 0
         #: (stamp, command) of the last command stamped before the newest one
         self.reference: tuple[int, tuple[float, dict[str, float]] | None] = (0, None)
-        self.last_command_wall = -math.inf
         self.measured: dict[str, float] = {}
         #: while True (before the first fault), the largest |command - measured| is recorded
         self.learning = True
@@ -192,10 +194,11 @@ class Monitor:
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         self.measured_history.append((stamp, dict(self.measured)))
 
-    def _on_clock(self, msg: Any) -> None:
+    def on_clock(self, msg: Any) -> None:
         self.clocks += 1
+        self.clock_ns = msg.clock.sec * 1_000_000_000 + msg.clock.nanosec
 
-    def _on_command(self, data: bytes) -> None:
+    def on_command(self, data: bytes) -> None:
         from rclpy.serialization import deserialize_message
         from sensor_msgs.msg import JointState
 
@@ -251,7 +254,6 @@ class Monitor:
             self.unsafe.append(f"{now:.3f}: " + "; ".join(problems[:3]))
         self.last_command = (now, positions)
         self.last_command_stamp_ns = stamp_ns
-        self.last_command_wall = now
 
     def _measured_at(self, stamp_ns: int) -> dict[str, float] | None:
         """The joint positions of the newest joint state stamped at or before ``stamp_ns`` (on
@@ -273,8 +275,19 @@ class Monitor:
     def levels(self) -> dict[str, int]:
         return {name: level for name, (level, _, _) in self.status.items()}
 
+    def command_lag_s(self) -> float:
+        """s of simulation time by which the newest arm command's stamp trails the newest
+        /clock (inf before either came). Both as this monitor received them: on a machine
+        too busy for real time the graph, and this monitor, fall behind together, and the
+        lag measures the commands against the simulation, not against the wall clock."""
+        if self.commands == 0 or self.clocks == 0:
+            return math.inf
+        return 1e-9 * (self.clock_ns - self.last_command_stamp_ns)
+
     def flowing(self, within_s: float = 0.2) -> bool:
-        return time.monotonic() - self.last_command_wall < within_s
+        """The arm commands keep up with the simulation's clock (within ``within_s``; a
+        command stamped further ahead of /clock than that is from before a restart)."""
+        return abs(self.command_lag_s()) < within_s
 
 
 class ChaosGraph:
@@ -415,6 +428,7 @@ class Chaos:
         for :data:`SETTLE_S`; None after ``timeout_s``."""
         start = time.monotonic()
         good_since: float | None = None
+        clock_then = 0
         while time.monotonic() - start < timeout_s:
             _spin(self.executor, 0.05)
             levels = self.monitor.levels()
@@ -423,12 +437,23 @@ class Chaos:
                 self.graph.processes[n].alive() for n in self.graph.processes)
             now = time.monotonic()
             if ok:
-                good_since = now if good_since is None else good_since
-                if now - good_since >= SETTLE_S:
+                if good_since is None:
+                    good_since, clock_then = now, self.monitor.clock_ns
+                # held for SETTLE_S, in which the simulation went on (a stopped one does not)
+                if now - good_since >= SETTLE_S and self.monitor.clock_ns > clock_then:
                     return good_since - start
             else:
                 good_since = None
         return None
+
+    def not_recovered(self) -> str:
+        """Why :meth:`settle` found the graph not recovered, for the notes."""
+        levels = self.monitor.levels()
+        why = [f"{n} {lv}" for n, lv in levels.items() if lv > self.baseline.get(n, 0)]
+        why += [f"{n} not running" for n, p in self.graph.processes.items() if not p.alive()]
+        if not self.monitor.flowing():
+            why.append(f"arm commands {self.monitor.command_lag_s():.3f} s behind /clock")
+        return ", ".join(why)
 
     def inject(self, fault: Fault) -> FaultResult:
         result = FaultResult(fault.label(), fault.duration_s)
@@ -443,10 +468,8 @@ class Chaos:
                  if level >= 1 and not name.startswith(fault.target or "\0")]
         result.hold_s = round(min(holds) - t0, 3) if holds else None
         if recover is None:
-            result.notes.append("not recovered within "
-                                f"{RECOVER_TIMEOUT_S:g} s: " + ", ".join(
-                                    f"{n} {lv}" for n, lv in self.monitor.levels().items()
-                                    if lv > self.baseline.get(n, 0)))
+            result.notes.append(f"not recovered within {RECOVER_TIMEOUT_S:g} s: "
+                                + self.not_recovered())
         else:
             result.recover_s = round(recover, 3)
         result.unsafe_commands = len(self.monitor.unsafe) - unsafe_before

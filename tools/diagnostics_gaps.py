@@ -197,6 +197,12 @@ class GapRow:
     #: the largest gap between the statuses' arrivals at this listener (a listener starved
     #: of CPU sees gaps, then bursts, that the nodes did not send)
     arrival_gap_s: float = float("nan")
+    #: the largest gap on the node's own clock (its statuses' header stamps: simulation time
+    #: for a node with ``use_sim_time``), the edges being the first and last stamp any node on
+    #: that clock sent in the window. A node rates its statuses on this clock: when the
+    #: machine is too busy for the simulation to keep real time, the gaps above grow in wall
+    #: time and this one does not
+    own_clock_gap_s: float = float("nan")
 
     @property
     def gap_periods(self) -> float:
@@ -207,6 +213,11 @@ class GapRow:
     def passed(self) -> bool:
         """The largest gap is at most :data:`MAX_GAP_PERIODS` periods."""
         return self.gap_periods <= MAX_GAP_PERIODS
+
+    @property
+    def own_clock_gap_periods(self) -> float:
+        """The largest gap on the node's own clock, in periods."""
+        return self.own_clock_gap_s / self.period_s
 
 
 def node_of(status: str, nodes: Sequence[str]) -> str:
@@ -252,17 +263,30 @@ class Window:
     end: float = 0.0
     sent: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     arrived: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: the statuses' header stamps (s, each node's own clock), in the order they came
+    stamped: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
-    def rows(self, periods: dict[str, float]) -> list[GapRow]:
-        """The rows, each with its largest arrival gap too."""
+    def rows(self, periods: dict[str, float],
+             sim_time: Sequence[str] = ()) -> list[GapRow]:
+        """The rows, each with its largest arrival gap and its largest gap on its own clock
+        (``sim_time``: the nodes on simulation time; the others stamp with system time)."""
         for node in periods:  # a node that sent nothing is a row too
             if not any(node_of(status, list(periods)) == node for status in self.sent):
                 self.sent[node] = []
+        names = list(periods)
+        on_sim = {status for status in self.stamped if node_of(status, names) in sim_time}
         rows = []
         for row in gap_rows(self.sent, self.start, self.end, periods):
             arrived = [t for t in self.arrived.get(row.status, []) if self.start <= t <= self.end]
             first, last = _largest_gap(arrived, self.start, self.end)
-            rows.append(replace(row, arrival_gap_s=last - first))
+            same_clock = [t for status, ts in self.stamped.items()
+                          if (status in on_sim) == (row.status in on_sim) for t in ts]
+            own_gap = float("nan")
+            if same_clock:
+                since, until = _largest_gap(self.stamped.get(row.status, []),
+                                            min(same_clock), max(same_clock))
+                own_gap = until - since
+            rows.append(replace(row, arrival_gap_s=last - first, own_clock_gap_s=own_gap))
         return rows
 
     def relative(self) -> dict[str, dict[str, list[float]]]:
@@ -288,12 +312,15 @@ def measure(graph: SimGraph, seconds: float, window: Window | None = None) -> li
         if not started:
             return
         now = time.time()
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         for status in msg.status:
             window.sent[status.name].append(info["source_timestamp"] * 1e-9)
             window.arrived[status.name].append(now)
+            window.stamped[status.name].append(stamp)
 
     periods = {n.name: 1.0 / float(graph.parameter(n.full_name, "diagnostics_rate"))
                for n in graph.nodes}
+    sim_time = [n.name for n in graph.nodes if graph.parameter(n.full_name, "use_sim_time")]
     subscription = graph.node.create_subscription(DiagnosticArray, "/diagnostics",
                                                   on_diagnostics, 1000)
     try:
@@ -305,18 +332,19 @@ def measure(graph: SimGraph, seconds: float, window: Window | None = None) -> li
         graph.spin(0.5)  # what was sent before the end and is still on its way
     finally:
         graph.node.destroy_subscription(subscription)
-    return window.rows(periods)
+    return window.rows(periods, sim_time)
 
 
 def table(rows: Sequence[GapRow]) -> str:
     """The rows as a Markdown table."""
     lines = ["| status | node | count | period s | median s | max gap s | max gap / period | "
-             "pass | gap at s | others silent s | arrival gap s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "pass | gap at s | others silent s | arrival gap s | own-clock gap / period |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.status} | {r.node} | {r.count} | {r.period_s:.3f} | {r.median_s:.4f} | "
                      f"{r.max_gap_s:.3f} | {r.gap_periods:.2f} | {'yes' if r.passed else 'NO'} | "
-                     f"{r.gap_at_s:.1f} | {r.others_silent_s:.3f} | {r.arrival_gap_s:.3f} |")
+                     f"{r.gap_at_s:.1f} | {r.others_silent_s:.3f} | {r.arrival_gap_s:.3f} | "
+                     f"{r.own_clock_gap_periods:.2f} |")
     return "\n".join(lines)
 
 

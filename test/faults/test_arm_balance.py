@@ -578,11 +578,11 @@ class Rig:
         self.changed = False
 
     def close(self) -> None:
-        """Stop the process, drop the probe's entities."""
-        self.target.running.stop()
+        """Drop the probe's entities, then stop the process (the order ``launch`` keeps)."""
         self.drop_clients()
         self.diag.close()
         self.robot.close()
+        self.target.running.stop()
 
 
 #: the dynamic parameters at the baseline

@@ -291,12 +291,12 @@ class Rig:
         assert self.at_rest(), "commands still coming at the baseline"
 
     def close(self) -> None:
-        """Stop the process and drop the probe's entities."""
-        self.target.running.stop()
+        """Drop the probe's entities, then stop the process (the order ``launch`` keeps)."""
         self.diag.close()
         self.probe.node.destroy_publisher(self.arm.pub)
         self.probe.node.destroy_subscription(self.arm.sub)
         self.lifecycle.destroy()
+        self.target.running.stop()
 
 
 @pytest.fixture(scope="module")

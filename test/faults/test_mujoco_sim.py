@@ -135,7 +135,9 @@ class SimRig:
         return self.probe.call(SetParameters, f"/{NODE}/set_parameters", request).results[0]
 
     def close(self) -> None:
+        """Drop the probe's entities, then stop the process (the order ``launch`` keeps)."""
         self.diagnostics.close()
+        self.probe.release()
         self.target.running.stop()
 
 
@@ -147,7 +149,6 @@ def rig(fault_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield made
     finally:
         made.close()
-        fault_probe.release()
 
 
 def _rejected(rig: SimRig, ledger: Ledger, group: str, label: str, cause: str,

@@ -167,11 +167,11 @@ class Rig:
         if self._closed:
             return
         self._closed = True
-        self.target.running.stop()
-        for sub in self._subs:
+        for sub in self._subs:  # the probe's entities first, as ``launch`` does
             self.probe.node.destroy_subscription(sub)
         self.diag.close()
         self.feet.close()
+        self.target.running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 ``run_node`` destroys the node on SIGINT/SIGTERM without a lifecycle shutdown transition;
 the node's ``destroy_node`` must bring the arms to rest within their acceleration limits
-before it goes, and the process must still exit cleanly within 2 s.
+before it goes, and the process must still exit cleanly (status 0, no traceback).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_sigint_while_moving_sends_the_braking_ramp(
         feed: Callable[[FeedSpec], Feeder]) -> None:
     """SIGINT while the job arm moves at 0.2 rad/s: the last command received stands still, each
     velocity step between received commands is within a_max times their stamps' periods, and the
-    process exits with status 0 within 2 s, without a traceback."""
+    process exits with status 0, without a traceback."""
     from sensor_msgs.msg import JointState
 
     from humanoid_balance.core.joint_limits import arm_acceleration_limit

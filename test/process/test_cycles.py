@@ -1,11 +1,12 @@
-"""20 start/stop cycles of the five nodes together: every exit clean, within 2 s.
+"""20 start/stop cycles of the five nodes together: every exit clean.
 
 Each cycle starts the simulation graph (``mujoco_sim`` feeding ``zmp_estimator``
 at 1 kHz, ``arm_balance``, ``waist_controller`` with its simulated drives) and
 ``identification_executor``, each its own process with its parameter file,
 waits until each is reachable, then stops them all at once, with SIGINT in even
 cycles and SIGTERM in odd ones. Run with ``-s`` for the table of start-to-reachable
-and signal-to-exit times per node.
+and signal-to-exit times per node, with how many exits took over issue 10's 2 s
+(reported, not asserted: a test keeps no wall-clock bound).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_graph_holds_every_executable() -> None:
 
 
 def test_twenty_start_stop_cycles_end_every_node_cleanly(probe: Probe, tmp_path: Path) -> None:
-    """In 20 cycles, every node exits with status 0, within 2 s, without a traceback."""
+    """In 20 cycles, every node exits with status 0, without a traceback, not killed."""
     nodes = graph()
     ready: dict[str, list[float]] = {n.name: [] for n in nodes}
     exits: dict[str, list[float]] = {n.name: [] for n in nodes}

@@ -3,7 +3,9 @@
 The graph as ``sim.launch.py`` runs it (free-running, every node on simulation time, the
 lifecycle nodes configured and activated), measured by ``tools/diagnostics_gaps.py`` over
 a 20 s window (the tool's default is 60 s): each node's largest gap between two statuses
-it sent (their DDS source timestamps) is at most two of its periods. Before issue 33,
+it sent is at most two of its periods on the node's own clock (the statuses' header stamps:
+simulation time for all but ``mujoco_sim``); the gaps in wall time (DDS source timestamps)
+are in the table printed on failure. Before issue 33,
 ``zmp_estimator``'s 1 Hz status went silent for 17-19 s at a time on simulation time.
 """
 
@@ -42,6 +44,9 @@ def test_every_node_sends_diagnostics_at_its_rate_on_simulation_time(tmp_path: P
               f"{table(rows)}")
     assert {r.node for r in rows} == {n.name for n in nodes}, report
     for row in rows:
-        assert row.gap_periods <= MAX_GAP_PERIODS, report
+        # on the node's own clock (simulation time but for mujoco_sim): the rate is set on it,
+        # and the wall-clock gap (in the table) grows whenever the machine is too busy for
+        # the simulation to keep real time (0.231 s = 2.3 periods beside two busy loops)
+        assert row.own_clock_gap_periods <= MAX_GAP_PERIODS, report
     for name, exit_report in graph.exits.items():
         assert exit_report.clean, (name, exit_report.returncode, exit_report.output[-2000:])

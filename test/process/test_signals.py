@@ -5,9 +5,10 @@ its nominal rate (zmp_estimator fed both feet at 1 kHz, arm_balance active at
 500 Hz on 1 kHz joint states, waist_controller active with its simulated
 drives, identification_executor running a sweep, mujoco_sim at 1 kHz), checks
 that its outputs flow to the probe, sends the signal and checks the exit:
-status 0, within 2 s, no traceback (issue 10). ``mujoco_sim`` is also stopped
-at many moments of its start-up (imports, constructor, first steps, the
-lock-step wait for first answers).
+status 0, no traceback, not killed (issue 10); the times to exit are printed
+against issue 10's 2 s (``-s``), not asserted (tests keep no wall-clock bounds).
+``mujoco_sim`` is also stopped at many moments of its start-up (imports,
+constructor, first steps, the lock-step wait for first answers).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import pytest
 from process_harness import (
-    EXIT_LIMIT_S,
     OUTPUT_TIMEOUT_S,
     READY_TIMEOUT_S,
     SIGNALS,
+    STOP_DEADLINE_S,
     Feeder,
     FeedSpec,
     Probe,
@@ -126,7 +127,7 @@ def test_every_executable_is_covered() -> None:
 def test_signal_at_full_rate_ends_the_node_cleanly(
         name: str, signal_name: str, probe: Probe, launch: Launch, feed: Feed,
         exit_times: dict[str, list[float]], ready_times: dict[str, list[float]]) -> None:
-    """The signal ends the busy node with status 0 within 2 s and without a traceback."""
+    """The signal ends the busy node with status 0 and without a traceback."""
     running = launch(_graph_node(name), tag=signal_name)
     assert running.ready_s is not None
     ready_times.setdefault(name, []).append(running.ready_s)
@@ -174,7 +175,7 @@ def _stop_during_start_up(node: GraphNode, delay_s: float, sig: int, log: Path) 
     while not _handles_sigterm(process.pid) and process.alive() and time.monotonic() < end:
         time.sleep(0.002)
     time.sleep(delay_s)
-    return process.stop(sig, timeout=EXIT_LIMIT_S)
+    return process.stop(sig, timeout=STOP_DEADLINE_S)
 
 
 @pytest.mark.slow
@@ -241,14 +242,14 @@ def _stop_while_importing(node: GraphNode, delay_s: float, sig: int, log: Path) 
             break
         time.sleep(0.001)
     time.sleep(delay_s)
-    return process.stop(sig, timeout=EXIT_LIMIT_S)
+    return process.stop(sig, timeout=STOP_DEADLINE_S)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["zmp_estimator", "arm_balance", "waist_controller",
                                   "identification_executor"])
 def test_signal_during_start_up_ends_each_node_cleanly(name: str, tmp_path: Path) -> None:
-    """SIGINT and SIGTERM over a node's start-up (imports on): status 0, no traceback, <= 2 s."""
+    """SIGINT and SIGTERM over a node's start-up (imports on): status 0, no traceback."""
     from concurrent.futures import ThreadPoolExecutor
 
     node = next(n for n in robot_graph(identification=True) if n.name == name)

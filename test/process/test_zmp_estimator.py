@@ -109,7 +109,11 @@ def test_stability_margin_is_the_zmp_distance_to_the_support_polygon_edge(
 
 def test_diagnostics_report_double_support(
         probe: Probe, zmp: RunningNode, feed: Callable[[FeedSpec], Feeder]) -> None:
-    """/diagnostics comes and reports OK, double support, while both feet carry the robot."""
+    """/diagnostics comes and reports OK, double support, while both feet carry the robot.
+
+    A status of a second in which the feeder's samples came too late (a busy machine) says
+    so, at WARN, with the ZMPs it still made; the test reads on to the next status then.
+    """
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import PointStamped
 
@@ -117,10 +121,18 @@ def test_diagnostics_report_double_support(
     feed(standing_feed(RATE_HZ, LOADS))
     _feed_until(probe, zmps, 10)
     diagnostics = probe.record(DiagnosticArray, "/diagnostics")  # from now on: inputs flow
-    _feed_until(probe, diagnostics, 1)  # diagnostics_rate: 1 Hz
-    status = next(statuses(diagnostics, "zmp_estimator: ZMP"))
-    assert (status.level, status.message[:len("double support")]) == (
-        DiagnosticStatus.OK, "double support")
+
+    def seen() -> list[tuple[int, str]]:
+        return [(s.level[0], s.message) for s in statuses(diagnostics, "zmp_estimator: ZMP")]
+
+    def came() -> bool:
+        return any(level == DiagnosticStatus.OK[0] for level, _ in seen()) or len(seen()) >= 5
+
+    assert probe.spin_until(came, 5 * OUTPUT_TIMEOUT_S), seen()  # diagnostics_rate: 1 Hz
+    ok = [message for level, message in seen() if level == DiagnosticStatus.OK[0]]
+    assert ok and ok[0].startswith("double support"), seen()
+    for level, message in seen()[:seen().index((DiagnosticStatus.OK[0], ok[0]))]:
+        assert level == DiagnosticStatus.WARN[0] and " samples dropped (" in message, seen()
 
 
 def test_zero_sensors_is_refused_while_the_feet_carry_the_robot(
