@@ -399,6 +399,17 @@ class DiagnosticsWatch:
 
         return self.spin_until(seen, timeout)
 
+    def wait_for_any(self, wanted: Sequence[tuple[int, str]], timeout: float,
+                     since: float | None = None) -> bool:
+        """:meth:`wait_for` of whichever of the (level, text) pairs comes first."""
+        since = time.monotonic() if since is None else since
+
+        def seen() -> bool:
+            return any(t >= since and lv == level and text in m
+                       for t, lv, m in self.history for level, text in wanted)
+
+        return self.spin_until(seen, timeout)
+
     def held_for(self, level: int, text: str, seconds: float) -> list[tuple[int, str]]:
         """Statuses of the next ``seconds`` that are *not* at ``level`` with ``text``.
 

@@ -64,8 +64,10 @@ TIMEOUT_S = 0.3
 STATE_HZ, JOB_HZ, MARGIN_HZ = 200.0, 50.0, 50.0
 #: Hz of the node's diagnostics here (10 in config/arm_balance.yaml): shorter waits
 DIAGNOSTICS_HZ = 50.0
-#: s to wait for a reaction that comes within a diagnostics period or two
-REACTION_S = 3.0
+#: s to wait for a reaction that comes within a diagnostics period or two: a deadline for an
+#: event that must come (a passing case waits only until it comes), not a measure of it. At
+#: 3 s one case of 132 missed its warning in a suite run beside two busy loops (load 7-9)
+REACTION_S = 10.0
 #: s a bad input lasts before its diagnostics are required
 BAD_S = 0.05
 #: rad/s, rad: the job's shoulder pitch speed and the angles it swings between
@@ -1347,8 +1349,8 @@ def expect_named(rig: Rig, values: list[float], finite_text: str | None, bad_tex
         if not all(math.isfinite(v) for v in values):
             return rig.diag.wait_for(level, bad_text, REACTION_S, since)
         if finite_text is not None:
-            return rig.diag.wait_for(level, finite_text, REACTION_S, since) or \
-                rig.diag.wait_for(OK, "commanding", REACTION_S, since)
+            return rig.diag.wait_for_any([(level, finite_text), (OK, "commanding")], REACTION_S,
+                                         since)
         return not any(lv == ERROR for t, lv, _ in rig.diag.history if t >= since)
     return named
 

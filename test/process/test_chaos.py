@@ -1,6 +1,14 @@
 """The short seeded chaos run (issue 35, item 2): the simulated graph as processes, the strike
-repeating, one fault of three kinds. ``tools/chaos.py`` is the tool; the full run (every kind,
-every node) is in test/faults/results/chaos.json."""
+repeating, one fault of three kinds. ``tools/chaos.py`` is the tool; the full runs (every kind,
+every node) are in test/faults/results/chaos.json (free-running) and chaos_lock_step.json.
+
+The test runs the graph in lock-step (``mujoco_sim`` waits for each period's arm command), so
+that what it checks does not depend on the machine keeping real time. Free-running on a
+machine too busy for real time (the suite beside two busy loops), two of the three faults did
+not stay settled for 1 s within 30 s (after the last, ``arm_balance`` still warned): the
+graph was overloaded, which is not a fault it failed to recover from. Free-running chaos is
+measured by the tool, on a quiet machine.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ def test_a_short_chaos_run_commands_nothing_unsafe_and_recovers(tmp_path: Path,
     out = tmp_path / "chaos.json"
     run = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "chaos.py"), "--seed", "3", "--faults", "3",
-         "--kinds", "stop", "bus_off", "ft_zero", "--domain-id", str(ros_domain_id),
+         "--kinds", "stop", "bus_off", "ft_zero", "--lock-step", "--domain-id", str(ros_domain_id),
          "--logs", str(tmp_path / "logs"), "--out", str(out)],
         capture_output=True, text=True, timeout=300)
     assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
