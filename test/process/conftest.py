@@ -52,7 +52,8 @@ def launch(probe: Probe, tmp_path: Path) -> Iterator[Callable[..., RunningNode]]
 
     ``launch(node, tag="")`` returns the :class:`RunningNode`; the test stops it
     with a signal and checks the exit report. Processes still running after
-    the test are stopped with SIGINT (SIGKILL after 2 s).
+    the test are stopped with SIGINT (SIGKILL after 10 s, ``STOP_DEADLINE_S``),
+    once the probe dropped what it made for the test.
     """
     started: list[RunningNode] = []
 
