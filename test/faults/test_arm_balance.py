@@ -38,6 +38,7 @@ import pytest
 from fault_harness import (
     ERROR,
     OK,
+    REACTION_S,
     WARN,
     CommandChecker,
     CommandLimits,
@@ -64,10 +65,6 @@ TIMEOUT_S = 0.3
 STATE_HZ, JOB_HZ, MARGIN_HZ = 200.0, 50.0, 50.0
 #: Hz of the node's diagnostics here (10 in config/arm_balance.yaml): shorter waits
 DIAGNOSTICS_HZ = 50.0
-#: s to wait for a reaction that comes within a diagnostics period or two: a deadline for an
-#: event that must come (a passing case waits only until it comes), not a measure of it. At
-#: 3 s one case of 132 missed its warning in a suite run beside two busy loops (load 7-9)
-REACTION_S = 10.0
 #: s a bad input lasts before its diagnostics are required
 BAD_S = 0.05
 #: rad/s, rad: the job's shoulder pitch speed and the angles it swings between

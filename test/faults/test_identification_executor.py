@@ -32,6 +32,7 @@ import pytest
 from fault_harness import (
     ERROR,
     OK,
+    REACTION_S,
     WARN,
     CommandChecker,
     CommandLimits,
@@ -61,8 +62,6 @@ FLOOD_RATE_HZ = 10 * ARM_RATE_HZ
 #: s, the node's joint_state_timeout here (0.5 in config/identification.yaml): on a loaded
 #: 2-core machine the test's own process, which feeds the node, can stall for 0.5 s
 JOINT_STATE_TIMEOUT_S = 1.0
-#: s to wait for a reaction the node gives within a diagnostics period or two (10 Hz)
-REACTION_S = 3.0
 #: runs tried where a case needs one that reaches its end (see estimation_failed)
 RUN_ATTEMPTS = 3
 #: the sweep's speed

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fault_harness import OK, WARN, DiagnosticsWatch, Ledger, Target
+from fault_harness import OK, REACTION_S, WARN, DiagnosticsWatch, Ledger, Target
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from process_harness import Probe, Recorder, RunningNode, all_finite, start_node, wait_ready
@@ -32,7 +32,6 @@ from humanoid_balance.graph import NODES, GraphNode
 pytestmark = pytest.mark.ros
 
 NODE = "mujoco_sim"
-REACTION_S = 5.0
 MOVED = LUNAR_JOINTS[0]
 #: simulation time per wall time: the cases wait for the arm (1 rad/s, joint1's range 5.9 rad)
 RTF = 4.0

@@ -27,7 +27,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fault_harness import ERROR, OK, WARN, CommandChecker, CommandLimits, DiagnosticsWatch, Ledger, Target
+from fault_harness import (
+    ERROR,
+    OK,
+    REACTION_S,
+    WARN,
+    CommandChecker,
+    CommandLimits,
+    DiagnosticsWatch,
+    Ledger,
+    Target,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from process_harness import Probe, RunningNode, bring_up, start_node, wait_ready
@@ -38,8 +48,6 @@ pytestmark = pytest.mark.ros
 
 NODE = "waist_controller"
 JOINTS = ("waist_pitch", "waist_roll")
-#: s to wait for a reaction that comes within a diagnostics period or two (20 Hz)
-REACTION_S = 3.0
 GENERATED = settings(max_examples=20, deadline=None, derandomize=True, database=None,
                      suppress_health_check=list(HealthCheck))
 #: the node's shaped reference limits (config/waist.yaml): range, 60 deg/s, 30 deg/s^2

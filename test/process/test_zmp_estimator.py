@@ -122,17 +122,19 @@ def test_diagnostics_report_double_support(
     _feed_until(probe, zmps, 10)
     diagnostics = probe.record(DiagnosticArray, "/diagnostics")  # from now on: inputs flow
 
-    def seen() -> list[tuple[int, str]]:
-        return [(s.level[0], s.message) for s in statuses(diagnostics, "zmp_estimator: ZMP")]
+    def seen() -> list[tuple[bytes, str]]:
+        return [(s.level, s.message) for s in statuses(diagnostics, "zmp_estimator: ZMP")]
 
-    def came() -> bool:
-        return any(level == DiagnosticStatus.OK[0] for level, _ in seen()) or len(seen()) >= 5
+    def first_ok() -> int | None:
+        return next((i for i, (level, _) in enumerate(seen()) if level == DiagnosticStatus.OK), None)
 
-    assert probe.spin_until(came, 5 * OUTPUT_TIMEOUT_S), seen()  # diagnostics_rate: 1 Hz
-    ok = [message for level, message in seen() if level == DiagnosticStatus.OK[0]]
-    assert ok and ok[0].startswith("double support"), seen()
-    for level, message in seen()[:seen().index((DiagnosticStatus.OK[0], ok[0]))]:
-        assert level == DiagnosticStatus.WARN[0] and " samples dropped (" in message, seen()
+    # diagnostics_rate: 1 Hz; at most five statuses until the OK one
+    assert probe.spin_until(lambda: first_ok() is not None or len(seen()) >= 5,
+                            5 * OUTPUT_TIMEOUT_S), seen()
+    got, ok = seen(), first_ok()
+    assert ok is not None and got[ok][1].startswith("double support"), got
+    assert all(level == DiagnosticStatus.WARN and " samples dropped (" in message
+               for level, message in got[:ok]), got
 
 
 def test_zero_sensors_is_refused_while_the_feet_carry_the_robot(
